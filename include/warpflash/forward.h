@@ -1,0 +1,59 @@
+// Forward attention: O = softmax(scale * Q K^T + mask) V, and optionally its log-sum-exp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "warpflash/status.h"
+#include "warpflash/tensor.h"
+
+namespace warpflash {
+
+// Sizes of one attention problem. Q has heads_q heads, K and V have heads_kv
+// (GQA/MQA: heads_q must be a multiple of heads_kv; Q head h reads KV head
+// h / (heads_q / heads_kv)).
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t seqlen_q = 0;
+  int64_t seqlen_k = 0;
+  int64_t heads_q = 0;
+  int64_t heads_kv = 0;
+  int64_t head_dim = 0;
+};
+
+// Arguments of forward(). Fields are added at the end with defaults that keep the old
+// behaviour, so callers that set fields by name keep compiling.
+struct ForwardArgs {
+  DType dtype = DType::kBFloat16;  // of Q, K, V and O alike
+  AttentionShape shape;
+  TensorView4d q;  // (batch, seqlen_q, heads_q, head_dim), read only
+  TensorView4d k;  // (batch, seqlen_k, heads_kv, head_dim), read only
+  TensorView4d v;  // (batch, seqlen_k, heads_kv, head_dim), read only
+  TensorView4d o;  // (batch, seqlen_q, heads_q, head_dim), written
+  // Optional fp32 output, contiguous (batch, heads_q, seqlen_q), natural log.
+  float* lse = nullptr;
+  // Scale applied to Q K^T before the softmax; default 1 / sqrt(head_dim).
+  std::optional<float> softmax_scale;
+  // Causal mask aligned to the bottom-right corner: query i sees key j when
+  // j <= i + seqlen_k - seqlen_q (as FlashAttention 2 and later).
+  bool causal = false;
+  cudaStream_t stream = nullptr;
+};
+
+// Runs the forward pass on `stream`. Checks every argument before launching anything.
+//
+// Empty problems: batch == 0 or seqlen_q == 0 is a no-op. A query row that sees no key
+// (seqlen_k == 0, or a causal row above the bottom-right diagonal) gets O = 0 and
+// LSE = -inf.
+Status forward(const ForwardArgs& args);
+
+// Checks the arguments of forward() without touching the GPU.
+Status validate_forward(const ForwardArgs& args);
+
+// What this build compiled: head dims for a dtype, ascending.
+std::vector<int> compiled_head_dims(DType dtype);
+
+}  // namespace warpflash

@@ -1,0 +1,6 @@
+// warpflash: exact attention for NVIDIA Hopper (sm_90a). Include this one header.
+#pragma once
+
+#include "warpflash/forward.h"
+#include "warpflash/status.h"
+#include "warpflash/tensor.h"

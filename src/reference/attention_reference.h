@@ -1,0 +1,54 @@
+// CPU reference attention in double precision: the ground truth for every GPU test.
+// Tensors here are dense and contiguous: Q, O, dO, dQ are (batch, seqlen_q, heads_q,
+// head_dim); K, V, dK, dV are (batch, seqlen_k, heads_kv, head_dim); LSE is
+// (batch, heads_q, seqlen_q), natural log. Conventions as in include/warpflash/forward.h:
+// GQA maps Q head h to KV head h / (heads_q / heads_kv); the causal mask is aligned to the
+// bottom-right corner (query i sees key j when j <= i + seqlen_k - seqlen_q); a row that
+// sees no key gets O = 0 and LSE = -inf.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace warpflash::reference {
+
+struct Problem {
+  int64_t batch = 1;
+  int64_t seqlen_q = 1;
+  int64_t seqlen_k = 1;
+  int64_t heads_q = 1;
+  int64_t heads_kv = 1;
+  int64_t head_dim = 1;
+  double softmax_scale = 1.0;
+  bool causal = false;
+
+  int64_t q_elements() const { return batch * seqlen_q * heads_q * head_dim; }
+  int64_t kv_elements() const { return batch * seqlen_k * heads_kv * head_dim; }
+  int64_t lse_elements() const { return batch * heads_q * seqlen_q; }
+};
+
+// True when query row `i` may attend to key `j` under the problem's mask.
+bool is_visible(const Problem& p, int64_t i, int64_t j);
+
+// Forward in double precision. o has q_elements(), lse has lse_elements().
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+             const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse);
+
+// Backward in double precision: dQ, dK, dV from dO (recomputes the forward internally).
+void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+              const std::vector<double>& v, const std::vector<double>& d_o,
+              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv);
+
+// Rounding of a value to a 16-bit input type, for emulating low-precision attention.
+enum class Precision { kFloat16, kBFloat16 };
+float round_to(Precision precision, float x);
+
+// Attention the way PyTorch computes it in a 16-bit input precision: S = Q K^T in fp32,
+// softmax in fp32, P rounded to the input type, O = P V accumulated in fp32 and rounded
+// to the input type. Its error against forward() sets the tolerance of the GPU tests
+// (FlashAttention's criterion: the kernel's error within 2x of this one's).
+void forward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
+                           const std::vector<double>& k, const std::vector<double>& v,
+                           std::vector<double>& o);
+
+}  // namespace warpflash::reference
