@@ -1,0 +1,363 @@
+// warpflash_bench: TFLOP/s of warpflash::forward on the FlashAttention-3 paper's grid
+// (16k tokens, hidden 2048, head dim 64/128/256, causal or not, BF16/FP16). Each
+// (dtype, head dim, causal) group is first checked against the CPU reference on small
+// problems; each timed output is checked to be finite. Exits non-zero on any failure.
+//
+//   warpflash_bench [--csv PATH] [--dtypes bf16,fp16] [--head-dims 64,128,256]
+//                   [--seqlens 512,1024,...] [--causal both|0|1] [--iters N] [--warmup N]
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "bench_util.h"
+#include "reference/attention_reference.h"
+#include "warpflash/warpflash.h"
+
+namespace warpflash::bench {
+namespace {
+
+// The paper's workload: batch * seqlen = 16k tokens, heads * head_dim = 2048.
+constexpr int64_t kTokens = 16384;
+constexpr int64_t kHidden = 2048;
+// Small problems of the spot check: one square, one with seqlen_q != seqlen_k whose
+// lengths are not multiples of any tile size (bottom-right causal alignment, ragged ends).
+struct SmallProblem {
+  int64_t batch, seqlen_q, seqlen_k, heads;
+};
+constexpr SmallProblem kSpotChecks[] = {{1, 256, 256, 2}, {2, 200, 333, 2}};
+constexpr double kMaxRelativeL2 = 2e-2;
+constexpr double kMaxLseError = 1e-3;
+
+struct Options {
+  std::string csv_path;
+  std::vector<DType> dtypes = {DType::kBFloat16, DType::kFloat16};
+  std::vector<int> head_dims = {64, 128, 256};
+  std::vector<int> seqlens = {512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<bool> causal = {false, true};
+  int iters = 100;
+  int warmup = 10;
+};
+
+void print_usage() {
+  std::printf(
+      "usage: warpflash_bench [options]\n"
+      "  --csv PATH            also write results as CSV\n"
+      "                        (dtype,head_dim,causal,seqlen,batch,heads,ms_median,ms_min,tflops)\n"
+      "  --dtypes LIST         bf16,fp16 (default both)\n"
+      "  --head-dims LIST      default 64,128,256; heads = 2048 / head_dim\n"
+      "  --seqlens LIST        default 512,1024,2048,4096,8192,16384; batch = 16384 / seqlen\n"
+      "  --causal both|0|1     default both\n"
+      "  --iters N             timed launches per configuration (default 100)\n"
+      "  --warmup N            untimed launches before them (default 10)\n"
+      "  --help\n");
+}
+
+// Parses "bf16,fp16"; false on any other name.
+bool parse_dtype_list(const std::string& text, std::vector<DType>& out) {
+  out.clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    if (name == "bf16") out.push_back(DType::kBFloat16);
+    else if (name == "fp16") out.push_back(DType::kFloat16);
+    else return false;
+    start = comma + 1;
+  }
+  return true;
+}
+
+// Returns false (after a message) on a malformed command line.
+bool parse_options(int argc, char** argv, Options& opt, bool& help) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      help = true;
+      return true;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "error: %s: unknown option or missing value\n", flag.c_str());
+      return false;
+    }
+    const std::string value = argv[++i];
+    bool ok = true;
+    if (flag == "--csv") {
+      opt.csv_path = value;
+    } else if (flag == "--dtypes") {
+      ok = parse_dtype_list(value, opt.dtypes);
+    } else if (flag == "--head-dims") {
+      ok = parse_int_list(value, opt.head_dims);
+    } else if (flag == "--seqlens") {
+      ok = parse_int_list(value, opt.seqlens);
+    } else if (flag == "--causal") {
+      if (value == "both") opt.causal = {false, true};
+      else if (value == "0") opt.causal = {false};
+      else if (value == "1") opt.causal = {true};
+      else ok = false;
+    } else if (flag == "--iters" || flag == "--warmup") {
+      std::vector<int> n;
+      ok = parse_int_list(value, n) && n.size() == 1;
+      if (ok) (flag == "--iters" ? opt.iters : opt.warmup) = n[0];
+    } else {
+      std::fprintf(stderr, "error: unknown option %s (see --help)\n", flag.c_str());
+      return false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "error: %s: bad value '%s' (see --help)\n", flag.c_str(), value.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool contains(const std::vector<int>& list, int x) {
+  for (int y : list) if (y == x) return true;
+  return false;
+}
+
+// Batch for a sequence length: 16k tokens in total, at least one sequence.
+int64_t batch_for(int seqlen) { return std::max<int64_t>(1, kTokens / seqlen); }
+
+ForwardArgs make_args(DType dtype, const AttentionShape& s, bool causal, const DeviceBuffer& q,
+                      const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& o,
+                      const DeviceBuffer& lse) {
+  ForwardArgs args;
+  args.dtype = dtype;
+  args.shape = s;
+  args.q = contiguous_view(q.get(), s.seqlen_q, s.heads_q, s.head_dim);
+  args.k = contiguous_view(k.get(), s.seqlen_k, s.heads_kv, s.head_dim);
+  args.v = contiguous_view(v.get(), s.seqlen_k, s.heads_kv, s.head_dim);
+  args.o = contiguous_view(o.get(), s.seqlen_q, s.heads_q, s.head_dim);
+  args.lse = static_cast<float*>(lse.get());
+  args.causal = causal;
+  return args;
+}
+
+// Runs one small problem on the GPU and the CPU reference and compares O and LSE.
+bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& small,
+                std::mt19937_64& rng) {
+  reference::Problem p;
+  p.batch = small.batch;
+  p.seqlen_q = small.seqlen_q;
+  p.seqlen_k = small.seqlen_k;
+  p.heads_q = p.heads_kv = small.heads;
+  p.head_dim = head_dim;
+  p.softmax_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  p.causal = causal;
+
+  std::vector<uint16_t> q(p.q_elements()), k(p.kv_elements()), v(p.kv_elements());
+  fill_normal(rng, dtype, q);
+  fill_normal(rng, dtype, k);
+  fill_normal(rng, dtype, v);
+  const size_t elem = sizeof(uint16_t);
+  DeviceBuffer dq(q.size() * elem), dk(k.size() * elem), dv(v.size() * elem);
+  DeviceBuffer d_o(q.size() * elem), dlse(p.lse_elements() * sizeof(float));
+  dq.upload(q);
+  dk.upload(k);
+  dv.upload(v);
+  d_o.poison();
+  dlse.poison();
+
+  const AttentionShape shape{p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim};
+  if (!report_status(forward(make_args(dtype, shape, causal, dq, dk, dv, d_o, dlse)),
+                     "forward (spot check)")) {
+    return false;
+  }
+  WF_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint16_t> o(q.size());
+  std::vector<float> lse(p.lse_elements());
+  d_o.download(o);
+  dlse.download(lse);
+
+  // The reference sees exactly the rounded inputs the GPU sees.
+  std::vector<double> o_ref(p.q_elements()), lse_ref(p.lse_elements());
+  reference::forward(p, to_doubles(dtype, q), to_doubles(dtype, k), to_doubles(dtype, v), o_ref,
+                     lse_ref);
+  const double o_err = relative_l2_error(to_doubles(dtype, o), o_ref);
+  const double lse_err = max_abs_error(lse, lse_ref);
+  const bool ok = o_err < kMaxRelativeL2 && lse_err < kMaxLseError;
+  std::printf("  check b=%lld sq=%lld sk=%lld h=%lld: O rel L2 %.2e, LSE max err %.2e%s\n",
+              static_cast<long long>(p.batch), static_cast<long long>(p.seqlen_q),
+              static_cast<long long>(p.seqlen_k), static_cast<long long>(p.heads_q), o_err,
+              lse_err, ok ? "" : "  FAILED");
+  return ok;
+}
+
+// Times `iters` launches, each between its own pair of events; the queue runs ahead of the
+// GPU (no synchronization until the end), so host launch overhead stays out of the numbers.
+bool time_forward(const ForwardArgs& args, const Options& opt, Timing& timing) {
+  for (int i = 0; i < opt.warmup; ++i) {
+    if (!report_status(forward(args), "forward (warm-up)")) return false;
+  }
+  std::vector<cudaEvent_t> start(opt.iters), stop(opt.iters);
+  for (int i = 0; i < opt.iters; ++i) {
+    WF_CUDA_CHECK(cudaEventCreate(&start[i]));
+    WF_CUDA_CHECK(cudaEventCreate(&stop[i]));
+  }
+  bool ok = true;
+  for (int i = 0; i < opt.iters && ok; ++i) {
+    WF_CUDA_CHECK(cudaEventRecord(start[i], args.stream));
+    ok = report_status(forward(args), "forward (timed)");
+    WF_CUDA_CHECK(cudaEventRecord(stop[i], args.stream));
+  }
+  WF_CUDA_CHECK(cudaEventSynchronize(stop[opt.iters - 1]));
+  std::vector<float> ms(opt.iters);
+  for (int i = 0; i < opt.iters; ++i) {
+    if (ok) WF_CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+    WF_CUDA_CHECK(cudaEventDestroy(start[i]));
+    WF_CUDA_CHECK(cudaEventDestroy(stop[i]));
+  }
+  if (ok) timing = summarize(ms);
+  return ok;
+}
+
+// Tensors of the full-size problem, shared by every configuration: Q, K, V, O have
+// tokens * hidden elements whatever the head dim; LSE is sized for the most heads.
+struct BigProblem {
+  BigProblem(int64_t tokens, int64_t max_heads)
+      : elements(tokens * kHidden),
+        q(elements * sizeof(uint16_t)), k(elements * sizeof(uint16_t)),
+        v(elements * sizeof(uint16_t)), o(elements * sizeof(uint16_t)),
+        lse(tokens * max_heads * sizeof(float)) {}
+
+  void fill(DType dtype, std::mt19937_64& rng) {
+    std::vector<uint16_t> host(elements);
+    for (DeviceBuffer* buffer : {&q, &k, &v}) {
+      fill_normal(rng, dtype, host);
+      buffer->upload(host);
+    }
+  }
+
+  int64_t elements;
+  DeviceBuffer q, k, v, o, lse;
+  std::vector<uint16_t> o_host;  // reused by count_non_finite
+  std::vector<float> lse_host;
+};
+
+// Counts the non-finite elements of the output and LSE of the last run of `shape`.
+int64_t count_non_finite(BigProblem& big, DType dtype, const AttentionShape& s) {
+  big.o_host.resize(s.batch * s.seqlen_q * s.heads_q * s.head_dim);
+  big.lse_host.resize(s.batch * s.heads_q * s.seqlen_q);
+  big.o.download(big.o_host);
+  big.lse.download(big.lse_host);
+  int64_t bad = 0;
+  for (uint16_t x : big.o_host) bad += !is_finite_bits(dtype, x);
+  for (float x : big.lse_host) bad += !std::isfinite(x);
+  return bad;
+}
+
+int run(const Options& opt) {
+  int device = 0;
+  cudaDeviceProp prop;
+  WF_CUDA_CHECK(cudaGetDevice(&device));
+  WF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::printf("device %d: %s (sm_%d%d), %d SMs\n", device, prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount);
+
+  FILE* csv = nullptr;
+  if (!opt.csv_path.empty()) {
+    csv = std::fopen(opt.csv_path.c_str(), "w");
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write %s: %s\n", opt.csv_path.c_str(),
+                   std::strerror(errno));
+      return EXIT_FAILURE;
+    }
+    std::fprintf(csv, "dtype,head_dim,causal,seqlen,batch,heads,ms_median,ms_min,tflops\n");
+  }
+
+  int64_t tokens = 0;
+  for (int seqlen : opt.seqlens) tokens = std::max(tokens, batch_for(seqlen) * seqlen);
+  const int min_head_dim = *std::min_element(opt.head_dims.begin(), opt.head_dims.end());
+  BigProblem big(tokens, kHidden / min_head_dim);
+  std::mt19937_64 rng(2407);
+  int failures = 0;
+
+  std::printf("%-5s %5s %6s %7s %6s %6s %10s %10s %8s\n", "dtype", "hdim", "causal", "seqlen",
+              "batch", "heads", "ms_median", "ms_min", "TFLOP/s");
+  for (DType dtype : opt.dtypes) {
+    const std::vector<int> compiled = compiled_head_dims(dtype);
+    big.fill(dtype, rng);
+    for (int head_dim : opt.head_dims) {
+      if (!contains(compiled, head_dim)) {
+        std::printf("note: %s head_dim %d is not compiled in this build; skipped\n",
+                    short_name(dtype), head_dim);
+        continue;
+      }
+      for (bool causal : opt.causal) {
+        bool checked = true;
+        for (const SmallProblem& small : kSpotChecks) {
+          checked = spot_check(dtype, head_dim, causal, small, rng) && checked;
+        }
+        if (!checked) {
+          std::printf("  %s d=%d causal=%d fails the spot check; not timed\n", short_name(dtype),
+                      head_dim, causal);
+          ++failures;
+          continue;
+        }
+        for (int seqlen : opt.seqlens) {
+          const int64_t batch = batch_for(seqlen), heads = kHidden / head_dim;
+          const AttentionShape shape{batch, seqlen, seqlen, heads, heads, head_dim};
+          big.o.poison();
+          big.lse.poison();
+          Timing t;
+          if (!time_forward(make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse),
+                            opt, t)) {
+            std::printf("  %s d=%d causal=%d seqlen=%d: forward failed\n", short_name(dtype),
+                        head_dim, causal, seqlen);
+            ++failures;
+            continue;
+          }
+          if (const int64_t bad = count_non_finite(big, dtype, shape)) {
+            std::printf("  %s d=%d causal=%d seqlen=%d: %lld non-finite or unwritten outputs\n",
+                        short_name(dtype), head_dim, causal, seqlen, static_cast<long long>(bad));
+            ++failures;
+            continue;
+          }
+          const double flops =
+              4.0 * batch * heads * double(seqlen) * seqlen * head_dim / (causal ? 2.0 : 1.0);
+          const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
+          std::printf("%-5s %5d %6d %7d %6lld %6lld %10.4f %10.4f %8.1f\n", short_name(dtype),
+                      head_dim, causal, seqlen, static_cast<long long>(batch),
+                      static_cast<long long>(heads), t.median_ms, t.min_ms, tflops);
+          std::fflush(stdout);
+          if (csv) {
+            std::fprintf(csv, "%s,%d,%d,%d,%lld,%lld,%.6f,%.6f,%.3f\n", short_name(dtype),
+                         head_dim, causal, seqlen, static_cast<long long>(batch),
+                         static_cast<long long>(heads), t.median_ms, t.min_ms, tflops);
+            std::fflush(csv);
+          }
+        }
+      }
+    }
+  }
+  if (csv && std::fclose(csv) != 0) {
+    std::fprintf(stderr, "error: writing %s failed\n", opt.csv_path.c_str());
+    ++failures;
+  }
+  if (failures) std::fprintf(stderr, "%d failure(s); see the messages above\n", failures);
+  return failures ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+}  // namespace
+}  // namespace warpflash::bench
+
+int main(int argc, char** argv) {
+  warpflash::bench::Options opt;
+  bool help = false;
+  if (!warpflash::bench::parse_options(argc, argv, opt, help)) return EXIT_FAILURE;
+  if (help) {
+    warpflash::bench::print_usage();
+    return EXIT_SUCCESS;
+  }
+  return warpflash::bench::run(opt);
+}

@@ -1,0 +1,21 @@
+#include "warpflash/tensor.h"
+
+namespace warpflash {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+  }
+  return "unknown dtype";
+}
+
+int dtype_size_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+  }
+  return 0;
+}
+
+}  // namespace warpflash

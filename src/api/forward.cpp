@@ -1,0 +1,105 @@
+// forward(): validation, the device check, the empty-problem cases and the dispatch to
+// a compiled kernel.
+#include <cmath>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+
+#include "api/dispatch.h"
+#include "warpflash/forward.h"
+
+namespace warpflash {
+
+namespace kernels {
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, name) Status name(const ForwardArgs&, float);
+#include "forward_instances.inc"
+#undef WARPFLASH_FORWARD_INSTANCE
+}  // namespace kernels
+
+namespace {
+
+struct ForwardEntry {
+  DType dtype;
+  int head_dim;
+  ForwardLauncher launch;
+};
+
+// Generated from WARPFLASH_DTYPES x WARPFLASH_HEAD_DIMS, ascending head dims per dtype.
+const ForwardEntry kForwardKernels[] = {
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, name) {DType::dtype, head_dim, &kernels::name},
+#include "forward_instances.inc"
+#undef WARPFLASH_FORWARD_INSTANCE
+};
+
+Status cuda_status(cudaError_t error, const char* what) {
+  return Status::CudaError(std::string("warpflash::forward: ") + what + ": " + cudaGetErrorName(error) + " (" +
+                           cudaGetErrorString(error) + ")");
+}
+
+// The kernels use sm_90a instructions (wgmma, setmaxnreg, TMA).
+Status check_device() {
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return cuda_status(error, "no usable CUDA device");
+  int major = 0, minor = 0;
+  if ((error = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
+      (error = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess) {
+    return cuda_status(error, "cannot query the device");
+  }
+  if (major != 9 || minor != 0) {
+    std::ostringstream out;
+    out << "warpflash::forward: CUDA device " << device << " has compute capability " << major << "." << minor
+        << "; warpflash needs a Hopper GPU (compute capability 9.0: H100, H200)";
+    return Status::NotSupported(out.str());
+  }
+  return Status::Ok();
+}
+
+// Pointers the GPU cannot read (host memory, freed memory) fault inside the kernel and
+// poison the CUDA context; catch them here instead.
+Status check_device_pointer(const char* name, const void* pointer) {
+  if (pointer == nullptr) return Status::Ok();
+  cudaPointerAttributes attributes{};
+  cudaError_t error = cudaPointerGetAttributes(&attributes, pointer);
+  if (error != cudaSuccess) return cuda_status(error, "cudaPointerGetAttributes");
+  if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) return Status::Ok();
+  std::ostringstream out;
+  out << "warpflash::forward: " << name << " = " << pointer
+      << " is not device memory (cudaMemoryType " << static_cast<int>(attributes.type)
+      << "); pass memory allocated on the GPU";
+  return Status::InvalidArgument(out.str());
+}
+
+}  // namespace
+
+ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim) {
+  for (const ForwardEntry& entry : kForwardKernels) {
+    if (entry.dtype == dtype && entry.head_dim == head_dim) return entry.launch;
+  }
+  return nullptr;
+}
+
+std::vector<int> compiled_head_dims(DType dtype) {
+  std::vector<int> head_dims;
+  for (const ForwardEntry& entry : kForwardKernels) {
+    if (entry.dtype == dtype) head_dims.push_back(entry.head_dim);
+  }
+  return head_dims;
+}
+
+Status forward(const ForwardArgs& args) {
+  Status status = validate_forward(args);
+  if (!status.ok()) return status;
+  if (args.shape.batch == 0 || args.shape.seqlen_q == 0) return Status::Ok();
+  if (!(status = check_device()).ok()) return status;
+  const std::pair<const char*, const void*> pointers[] = {
+      {"q.data", args.q.data}, {"k.data", args.k.data}, {"v.data", args.v.data},
+      {"o.data", args.o.data}, {"lse", args.lse}};
+  for (const auto& [name, pointer] : pointers) {
+    if (!(status = check_device_pointer(name, pointer)).ok()) return status;
+  }
+  float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
+  return find_forward_launcher(args.dtype, args.shape.head_dim)(args, scale);
+}
+
+}  // namespace warpflash

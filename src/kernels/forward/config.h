@@ -1,0 +1,19 @@
+// Tile sizes of the forward kernel per head dim, shared by host and device code.
+#pragma once
+
+namespace warpflash::kernels {
+
+struct ForwardTileConfig {
+  int block_m;              // query rows per CTA (64 per consumer warpgroup)
+  int block_n;              // key rows per K/V tile
+  int stages;               // K/V tiles in flight in shared memory
+  int consumer_warpgroups;  // warpgroups that run WGMMA and softmax
+};
+
+// d=256 halves block_n: a 128x256 Q tile, two stages of K and V and the fp32 O
+// accumulator (128 registers a thread) must fit 227 KB of shared memory and 240 registers.
+constexpr ForwardTileConfig forward_tile_config(int head_dim) {
+  return head_dim <= 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2};
+}
+
+}  // namespace warpflash::kernels

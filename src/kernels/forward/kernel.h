@@ -1,0 +1,64 @@
+// The forward kernel: warp roles, register budgets and shared memory for one Q tile.
+// Warpgroup 0 produces (one thread issues TMA loads into the K/V ring); the other
+// warpgroups consume (WGMMA, softmax, epilogue).
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include "kernels/forward/epilogue.h"
+#include "kernels/forward/mainloop.h"
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
+  using Mainloop = ForwardMainloop<Traits>;
+  using PipelineKV = typename Traits::PipelineKV;
+  extern __shared__ __align__(1024) char shared_memory[];
+  auto& storage = *reinterpret_cast<typename Traits::SharedStorage*>(shared_memory);
+
+  int warpgroup = cutlass::canonical_warp_group_idx();
+  bool is_producer = warpgroup == 0;
+
+  if (threadIdx.x == 0) {
+    cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
+    cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q, 1);
+  }
+  typename PipelineKV::Params pipeline_params;
+  pipeline_params.transaction_bytes = Traits::kBytesKV;
+  pipeline_params.role = is_producer ? PipelineKV::ThreadCategory::Producer : PipelineKV::ThreadCategory::Consumer;
+  pipeline_params.is_leader = threadIdx.x == 0;
+  pipeline_params.num_consumers = Traits::kConsumerThreads;
+  PipelineKV pipeline_k(storage.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
+  PipelineKV pipeline_v(storage.pipeline_v, pipeline_params, Shape<_1, _1, _1>{});
+  __syncthreads();
+
+  TileCoord tile = params.scheduler.tile(blockIdx.x);
+  int n_block_end = params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+
+  if (is_producer) {
+    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    if (threadIdx.x == 0) Mainloop::load(params, storage, pipeline_k, pipeline_v, tile, n_block_end);
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+    int consumer_tid = threadIdx.x - cutlass::NumThreadsPerWarpGroup;
+    typename Traits::TiledMmaPV mma_pv;
+    Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+    clear(acc_o);
+    constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
+    OnlineSoftmax<kRows> softmax(params.scale_log2);
+    Mainloop::mma(params, storage, pipeline_k, pipeline_v, tile, n_block_end, consumer_tid, acc_o, softmax);
+    float lse[kRows];
+    Tensor acc_o_rc = rowcol_view(acc_o);
+    softmax.finalize(acc_o_rc, lse);
+    ForwardEpilogue<Traits>::store(params, tile, consumer_tid, acc_o, lse);
+  }
+}
+
+}  // namespace warpflash::kernels

@@ -1,0 +1,75 @@
+// Host side of the forward kernel: TMA descriptors, parameters, launch.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include <cute/tensor.hpp>
+
+#include "kernels/forward/kernel.h"
+#include "kernels/forward/traits.h"
+#include "warpflash/forward.h"
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+template <class Traits>
+typename Traits::GmemTensor make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads,
+                                             int64_t batch) {
+  using Element = typename Traits::Element;
+  auto layout = make_layout(
+      make_shape(static_cast<int>(seqlen), typename Traits::HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
+      make_stride(view.seqlen_stride, _1{}, view.head_stride, view.batch_stride));
+  return make_tensor(make_gmem_ptr(static_cast<Element const*>(view.data)), layout);
+}
+
+inline Status check_cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::Ok();
+  return Status::CudaError(std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
+}
+
+// Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
+template <class Element, int kHeadDim>
+Status launch_forward(ForwardArgs const& args, float softmax_scale) {
+  using Traits = ForwardTraits<Element, kHeadDim>;
+  AttentionShape const& shape = args.shape;
+
+  auto gQ = make_gmem_tensor<Traits>(args.q, shape.seqlen_q, shape.heads_q, shape.batch);
+  // TMA tensor maps need a valid address and every dimension >= 1. With seqlen_k == 0 no
+  // K/V load is ever issued (every tile's block range is empty), so the K/V maps may
+  // describe the first row of Q instead of the (possibly null) empty K and V.
+  bool keys_empty = shape.seqlen_k == 0;
+  auto gK = keys_empty ? make_gmem_tensor<Traits>(args.q, 1, shape.heads_kv, shape.batch)
+                       : make_gmem_tensor<Traits>(args.k, shape.seqlen_k, shape.heads_kv, shape.batch);
+  auto gV = keys_empty ? gK : make_gmem_tensor<Traits>(args.v, shape.seqlen_k, shape.heads_kv, shape.batch);
+
+  typename Traits::Params params{
+      make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, gK, take<0, 2>(typename Traits::SmemLayoutKV{}), Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, gV, take<0, 2>(typename Traits::SmemLayoutKV{}), Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, _1{}),
+      gQ.shape(),
+      gK.shape(),
+      static_cast<Element*>(args.o.data),
+      args.o.batch_stride,
+      args.o.seqlen_stride,
+      args.o.head_stride,
+      args.lse,
+      static_cast<int>(shape.heads_q / shape.heads_kv),
+      static_cast<float>(softmax_scale * M_LOG2E),
+      AttentionMask{static_cast<int>(shape.seqlen_q), static_cast<int>(shape.seqlen_k), args.causal},
+      ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
+                           static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), args.causal},
+  };
+
+  auto kernel = forward_kernel<Traits>;
+  Status status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  Traits::kSharedMemoryBytes),
+                             "cudaFuncSetAttribute(forward_kernel)");
+  if (!status.ok()) return status;
+  dim3 grid(static_cast<unsigned>(params.scheduler.num_tiles()));
+  kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
+  return check_cuda(cudaGetLastError(), "forward_kernel launch");
+}
+
+}  // namespace warpflash::kernels

@@ -1,0 +1,132 @@
+// The forward main loop: the producer's TMA loads of Q and the K/V tiles, and the
+// consumers' S = Q K^T, masking, online softmax and O += P V over those tiles.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
+#include "kernels/forward/fragment.h"
+#include "kernels/forward/softmax.h"
+#include "kernels/forward/traits.h"
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+// K/V blocks are visited from the last to the first: the blocks that need masking (the
+// end of the keys, the causal diagonal) come first and the loop then runs mask-free.
+template <class Traits>
+struct ForwardMainloop {
+  using Element = typename Traits::Element;
+  using Params = typename Traits::Params;
+  using SharedStorage = typename Traits::SharedStorage;
+  using PipelineKV = typename Traits::PipelineKV;
+  using PipelineState = typename PipelineKV::PipelineState;
+  using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
+
+  // Issued by one thread of the producer warpgroup.
+  CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                               PipelineKV& pipeline_v, TileCoord tile, int n_block_end) {
+    if (n_block_end == 0) return;
+    Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
+    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
+
+    int kv_head = tile.head / params.heads_per_kv_head;
+    Tensor mQ = params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, tile.batch);
+    Tensor mK = params.tma_k.get_tma_tensor(params.shape_kv)(_, _, kv_head, tile.batch);
+    Tensor mV = params.tma_v.get_tma_tensor(params.shape_kv)(_, _, kv_head, tile.batch);
+    Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
+                           make_coord(tile.m_block, _0{}));
+    // (block_n, head_dim, n_block)
+    Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
+
+    auto tma_q = params.tma_q.get_slice(_0{});
+    auto tma_k = params.tma_k.get_slice(_0{});
+    auto tma_v = params.tma_v.get_slice(_0{});
+    Tensor tQgQ = tma_q.partition_S(gQ);
+    Tensor tQsQ = tma_q.partition_D(sQ);
+    Tensor tKgK = tma_k.partition_S(gK);  // (TMA, TMA_N, TMA_K, n_block)
+    Tensor tKsK = tma_k.partition_D(sK);  // (TMA, TMA_N, TMA_K, stage)
+    Tensor tVgV = tma_v.partition_S(gV);
+    Tensor tVsV = tma_v.partition_D(sV);
+
+    // Partial tiles at either end are filled with zeros by TMA and still count in full
+    // towards the barrier's transaction bytes.
+    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q, Traits::kBytesQ);
+    copy(params.tma_q.with(storage.barrier_q), tQgQ, tQsQ);
+
+    PipelineState write = cutlass::make_producer_start_state<PipelineKV>();
+    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
+      pipeline_k.producer_acquire(write);
+      copy(params.tma_k.with(*pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
+           tKsK(_, _, _, write.index()));
+      pipeline_v.producer_acquire(write);
+      copy(params.tma_v.with(*pipeline_v.producer_get_barrier(write)), tVgV(_, _, _, n_block),
+           tVsV(_, _, _, write.index()));
+      ++write;
+    }
+  }
+
+  // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)). Leaves the
+  // unnormalized O in acc_o; the caller finalizes the softmax.
+  template <class AccO, class Softmax>
+  CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                              PipelineKV& pipeline_v, TileCoord tile, int n_block_end, int consumer_tid,
+                              AccO& acc_o, Softmax& softmax) {
+    if (n_block_end == 0) return;
+    Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
+    Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
+
+    typename Traits::TiledMmaQK mma_qk;
+    typename Traits::TiledMmaPV mma_pv;
+    auto thr_qk = mma_qk.get_thread_slice(consumer_tid);
+    auto thr_pv = mma_pv.get_thread_slice(consumer_tid);
+    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);
+    Tensor tSrK = thr_qk.partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, stage)
+    Tensor tOrVt = thr_pv.partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, stage)
+
+    // (row, column) of every S element this thread holds, for masking.
+    Tensor cS = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::BlockN>{});
+    Tensor tScS = thr_qk.partition_C(cS);
+    Tensor tScS_rc = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));
+
+    Tensor acc_s = partition_fragment_C(mma_qk, Shape<typename Traits::BlockM, typename Traits::BlockN>{});
+    Tensor acc_s_rc = rowcol_view(acc_s);
+    Tensor acc_o_rc = rowcol_view(acc_o);
+    AttentionMask const& mask = params.mask;
+    int row_base = tile.m_block * Traits::kBlockM;
+
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q, 0);
+    PipelineState read;
+    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
+      pipeline_k.consumer_wait(read);
+      warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read.index()), acc_s);
+      warpgroup_wait<0>();
+      pipeline_k.consumer_release(read);
+
+      if (mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) {
+        int col_base = n_block * Traits::kBlockN;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_s_rc); ++i) {
+          auto coord = tScS_rc(i);
+          if (!mask.visible(row_base + get<0>(coord), col_base + get<1>(coord))) acc_s_rc(i) = -INFINITY;
+        }
+      }
+      softmax.step(acc_s_rc, acc_o_rc);
+
+      Tensor p = convert_fragment<Element>(acc_s);
+      Tensor tOrP = make_tensor(p.data(), accumulator_as_a_operand(acc_s.layout()));
+      pipeline_v.consumer_wait(read);
+      warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read.index()), acc_o);
+      warpgroup_wait<0>();
+      pipeline_v.consumer_release(read);
+      ++read;
+    }
+  }
+};
+
+}  // namespace warpflash::kernels

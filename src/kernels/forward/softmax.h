@@ -1,0 +1,84 @@
+// Online softmax on the rows of the S accumulator (FlashAttention's rescaling trick):
+// keeps each row's running max and sum, turns S into unnormalized P in place and rescales
+// O whenever the max grows. Runs on exp2 with the scale folded in (one FFMA per element).
+#pragma once
+
+#include <cmath>
+
+#include <cute/tensor.hpp>
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+constexpr float kLn2 = 0.69314718055994530942f;
+
+// The four threads of a quad hold the columns of the same rows.
+CUTE_DEVICE float quad_allreduce_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffff, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffff, x, 2));
+}
+
+CUTE_DEVICE float quad_allreduce_sum(float x) {
+  x += __shfl_xor_sync(0xffffffff, x, 1);
+  return x + __shfl_xor_sync(0xffffffff, x, 2);
+}
+
+template <int kRows>
+struct OnlineSoftmax {
+  float row_max[kRows];
+  float row_sum[kRows];  // this thread's partial sums; reduced across the quad at the end
+  float scale_log2;
+
+  CUTE_DEVICE explicit OnlineSoftmax(float scale_log2_) : scale_log2(scale_log2_) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      row_max[r] = -INFINITY;
+      row_sum[r] = 0.f;
+    }
+  }
+
+  // s and o are (rows, columns) views. Masked scores are -inf.
+  template <class TensorS, class TensorO>
+  CUTE_DEVICE void step(TensorS& s, TensorO& o) {
+    static_assert(decltype(size<0>(s))::value == kRows);
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float new_max = row_max[r];
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) new_max = fmaxf(new_max, s(r, c));
+      new_max = quad_allreduce_max(new_max);
+      // A row that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
+      // exp2(-inf) = 0 and avoids inf - inf = NaN.
+      float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+      float correction = exp2f(row_max[r] * scale_log2 - max_scaled);
+      row_max[r] = new_max;
+      float sum = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) {
+        s(r, c) = exp2f(s(r, c) * scale_log2 - max_scaled);
+        sum += s(r, c);
+      }
+      row_sum[r] = row_sum[r] * correction + sum;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= correction;
+    }
+  }
+
+  // Normalizes O and returns each row's natural-log LSE; rows that saw no key get
+  // O = 0 and LSE = -inf.
+  template <class TensorO>
+  CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows]) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float sum = quad_allreduce_sum(row_sum[r]);
+      bool empty = !(sum > 0.f);
+      float inv_sum = empty ? 0.f : 1.f / sum;
+      lse[r] = empty ? -INFINITY : (row_max[r] * scale_log2 + log2f(sum)) * kLn2;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= inv_sum;
+    }
+  }
+};
+
+}  // namespace warpflash::kernels

@@ -1,0 +1,99 @@
+// Compile-time description of one forward kernel (dtype, head dim): tiles, shared-memory
+// layouts, WGMMA shapes, TMA copy types and the kernel's parameters.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
+#include "kernels/forward/config.h"
+#include "kernels/forward/mask.h"
+#include "kernels/forward/tile_scheduler.h"
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+template <class Element_, int kHeadDim_>
+struct ForwardTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim);
+  static constexpr int kBlockM = kConfig.block_m;
+  static constexpr int kBlockN = kConfig.block_n;
+  static constexpr int kStages = kConfig.stages;
+  static constexpr int kConsumerWarpgroups = kConfig.consumer_warpgroups;
+  static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
+  // One producer warpgroup (a single thread issues TMA) plus the consumers.
+  static constexpr int kThreads = kConsumerThreads + cutlass::NumThreadsPerWarpGroup;
+  // setmaxnreg budgets: the producer only computes addresses; consumers hold the S and O
+  // accumulators. 24 * 128 + 240 * 256 fits the 64K-register file.
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
+
+  static_assert(kBlockM == 64 * kConsumerWarpgroups, "each consumer warpgroup owns 64 query rows");
+  static_assert(kHeadDim % 64 == 0, "rows of 128 bytes use the 128-byte swizzle");
+
+  using BlockM = Int<kBlockM>;
+  using BlockN = Int<kBlockN>;
+  using HeadDim = Int<kHeadDim>;
+  using Stages = Int<kStages>;
+
+  // Consumer warpgroups stack along M; each WGMMA atom is 64 rows.
+  using MmaWarpgroups = Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;
+  // S = Q K^T: both operands K-major in shared memory.
+  using TiledMmaQK = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockN, HeadDim>>(), MmaWarpgroups{}));
+  // O += P V: P from registers, V read transposed (MN-major) from its row-major tile.
+  using TiledMmaPV = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>, GMMA::Major::K,
+                           GMMA::Major::MN>(),
+      MmaWarpgroups{}));
+
+  using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<BlockM, HeadDim>{}));
+  using SmemLayoutKV = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
+  // V^T: the same bytes as V seen as (head_dim, block_n, stage).
+  using SmemLayoutVt = decltype(composition(
+      SmemLayoutKV{}, make_ordered_layout(Shape<HeadDim, BlockN, Stages>{}, Step<_2, _1, _3>{})));
+
+  using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    alignas(16) uint64_t barrier_q;
+    typename PipelineKV::SharedStorage pipeline_k;
+    typename PipelineKV::SharedStorage pipeline_v;
+  };
+  static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
+  static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesKV = kBlockN * kHeadDim * sizeof(Element);
+
+  // Global tensors as TMA sees them: (seqlen, head_dim, heads, batch), head_dim contiguous.
+  using GmemLayout = Layout<Shape<int, HeadDim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
+  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutQ{}, Shape<BlockM, HeadDim>{}, _1{}));
+  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
+                                       Shape<BlockN, HeadDim>{}, _1{}));
+
+  struct Params {
+    TmaQ tma_q;
+    TmaKV tma_k;
+    TmaKV tma_v;
+    Shape<int, HeadDim, int, int> shape_q;
+    Shape<int, HeadDim, int, int> shape_kv;
+    Element* o;
+    int64_t o_batch_stride;
+    int64_t o_seqlen_stride;
+    int64_t o_head_stride;
+    float* lse;  // may be null
+    int heads_per_kv_head;
+    float scale_log2;  // softmax scale * log2(e): the softmax runs on exp2
+    AttentionMask mask;
+    ForwardTileScheduler scheduler;
+  };
+};
+
+}  // namespace warpflash::kernels

@@ -1,0 +1,326 @@
+// CPU reference attention. The arithmetic is the textbook one (full rows of scores, a
+// two-pass softmax, no online rescaling); what is not textbook is only there for speed:
+// a small blocked matrix product and threads over (batch, head, row or key chunk), so
+// that GPU tests can afford seqlen 4097 at head_dim 256.
+#include "reference/attention_reference.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <thread>
+#include <type_traits>
+
+#include "reference/half_precision.h"
+
+namespace warpflash::reference {
+namespace {
+
+// Rows of Q handled together: their scores (kRowBlock x seqlen_k) stay in cache.
+constexpr int64_t kRowBlock = 64;
+// Keys per task of the dK/dV pass.
+constexpr int64_t kKeyBlock = 256;
+
+// ---------------------------------------------------------------------------------------
+// C += A * B on strided matrices. Both operands are packed into panels of 4 lanes so
+// that the 4x4 accumulator tile lives in registers and vectorizes, whatever the strides
+// (which is how transposes such as K^T and dS^T come for free).
+
+template <typename T>
+struct View {  // element (i, j) is data[i * row_stride + j * col_stride]
+  const T* data;
+  int64_t row_stride;
+  int64_t col_stride;
+
+  T at(int64_t i, int64_t j) const { return data[i * row_stride + j * col_stride]; }
+  View transposed() const { return {data, col_stride, row_stride}; }
+};
+
+constexpr int64_t kLanes = 4;
+constexpr int64_t kGemmBlockM = 64;   // rows of A packed at once (L2)
+constexpr int64_t kGemmBlockK = 256;  // depth of one packed panel (L1)
+
+// out[p * kLanes + l] = x(lane0 + l, p0 + p), zero beyond `lanes` so tails need no branch.
+template <typename T>
+void pack_panel(View<T> x, int64_t lane0, int64_t lanes, int64_t p0, int64_t depth, T* out) {
+  for (int64_t l = 0; l < kLanes; ++l) {
+    for (int64_t p = 0; p < depth; ++p) {
+      out[p * kLanes + l] = l < lanes ? x.at(lane0 + l, p0 + p) : T(0);
+    }
+  }
+}
+
+// c (m x n, row stride ldc) += a (m x k) * b (k x n).
+template <typename T>
+void gemm_acc(int64_t m, int64_t n, int64_t k, View<T> a, View<T> b, T* c, int64_t ldc) {
+  std::vector<T> a_pack(kGemmBlockM * kGemmBlockK);
+  std::vector<T> b_pack(kGemmBlockK * kLanes);
+  for (int64_t i0 = 0; i0 < m; i0 += kGemmBlockM) {
+    const int64_t rows = std::min(kGemmBlockM, m - i0);
+    for (int64_t p0 = 0; p0 < k; p0 += kGemmBlockK) {
+      const int64_t depth = std::min(kGemmBlockK, k - p0);
+      for (int64_t i = 0; i < rows; i += kLanes) {
+        pack_panel(a, i0 + i, std::min(kLanes, rows - i), p0, depth, &a_pack[i * depth]);
+      }
+      for (int64_t j = 0; j < n; j += kLanes) {
+        const int64_t cols = std::min(kLanes, n - j);
+        pack_panel(b.transposed(), j, cols, p0, depth, b_pack.data());
+        for (int64_t i = 0; i < rows; i += kLanes) {
+          const T* ap = &a_pack[i * depth];
+          T acc[kLanes][kLanes] = {};
+          for (int64_t p = 0; p < depth; ++p) {
+            for (int64_t r = 0; r < kLanes; ++r) {
+              for (int64_t t = 0; t < kLanes; ++t) {
+                acc[r][t] += ap[p * kLanes + r] * b_pack[p * kLanes + t];
+              }
+            }
+          }
+          for (int64_t r = 0; r < std::min(kLanes, rows - i); ++r) {
+            T* c_row = c + (i0 + i + r) * ldc + j;
+            for (int64_t t = 0; t < cols; ++t) c_row[t] += acc[r][t];
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Threads and shapes.
+
+// Runs fn(0) .. fn(tasks - 1) on up to hardware_concurrency() threads.
+void parallel_for(int64_t tasks, const std::function<void(int64_t)>& fn) {
+  const int64_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t workers = std::min(tasks, hardware);
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t t = next++; t < tasks; t = next++) fn(t);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+}
+
+// How many chunks to cut `length` into when `units` independent units exist: enough for
+// every thread to have a few tasks (causal chunks differ in cost), none below `block`.
+int64_t chunk_count(int64_t units, int64_t length, int64_t block) {
+  const int64_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t wanted = (4 * hardware + units - 1) / std::max<int64_t>(units, 1);
+  return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, (length + block - 1) / block));
+}
+
+// Keys [0, visible_keys) are the ones query row i sees.
+int64_t visible_keys(const Problem& p, int64_t i) {
+  if (!p.causal) return p.seqlen_k;
+  return std::clamp<int64_t>(i + p.seqlen_k - p.seqlen_q + 1, 0, p.seqlen_k);
+}
+
+// Strided views of one (batch, head) slice of a (batch, seqlen, heads, head_dim) tensor:
+// rows are sequence positions, columns head_dim.
+template <typename T>
+View<T> head_view(const T* data, int64_t b, int64_t seqlen, int64_t head, int64_t heads,
+                  int64_t head_dim) {
+  return {data + ((b * seqlen) * heads + head) * head_dim, heads * head_dim, 1};
+}
+
+int64_t kv_head(const Problem& p, int64_t h) { return h / (p.heads_q / p.heads_kv); }
+
+template <typename T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// ---------------------------------------------------------------------------------------
+// Forward, in T = double (the reference) or T = float (the low-precision emulation).
+
+// Scores of rows [i0, i0 + rows) of head (b, h) against keys [0, keys), scaled, into
+// s (row stride `keys`), then replaced by the softmax of the visible part; invisible
+// entries and rows that see nothing become 0. Writes the rows' LSE when lse != nullptr.
+template <typename T>
+void softmax_rows(const Problem& p, View<T> q, View<T> k, int64_t i0, int64_t rows,
+                  int64_t keys, std::vector<T>& s, T* lse) {
+  s.assign(rows * keys, T(0));
+  gemm_acc<T>(rows, keys, p.head_dim, q, k.transposed(), s.data(), keys);
+  const T scale = static_cast<T>(p.softmax_scale);
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = &s[r * keys];
+    const int64_t visible = std::min(keys, visible_keys(p, i0 + r));
+    T max = kNegInf<T>;
+    for (int64_t j = 0; j < visible; ++j) {
+      row[j] *= scale;
+      max = std::max(max, row[j]);
+    }
+    T sum = 0;
+    for (int64_t j = 0; j < visible; ++j) {
+      row[j] = std::exp(row[j] - max);
+      sum += row[j];
+    }
+    for (int64_t j = 0; j < visible; ++j) row[j] /= sum;
+    std::fill(row + visible, row + keys, T(0));
+    if (lse) lse[r] = visible > 0 ? max + std::log(sum) : kNegInf<T>;
+  }
+}
+
+// O (and LSE when lse != nullptr) for every head. P goes through round_p before P V,
+// which is how the low-precision emulation rounds P to its input type.
+template <typename T, typename RoundP>
+void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T* lse,
+                  RoundP round_p) {
+  const int64_t heads = p.batch * p.heads_q;
+  const int64_t chunks = chunk_count(heads, p.seqlen_q, kRowBlock);
+  const int64_t chunk_rows = (p.seqlen_q + chunks - 1) / chunks;
+  parallel_for(heads * chunks, [&](int64_t task) {
+    const int64_t b = task / chunks / p.heads_q, h = task / chunks % p.heads_q;
+    const int64_t g = kv_head(p, h), d = p.head_dim;
+    const View<T> qh = head_view(q, b, p.seqlen_q, h, p.heads_q, d);
+    const View<T> kh = head_view(k, b, p.seqlen_k, g, p.heads_kv, d);
+    const View<T> vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, d);
+    const int64_t end = std::min(p.seqlen_q, (task % chunks + 1) * chunk_rows);
+    std::vector<T> s;
+    for (int64_t i0 = task % chunks * chunk_rows; i0 < end; i0 += kRowBlock) {
+      const int64_t rows = std::min(kRowBlock, end - i0);
+      // Causal rows see a prefix of the keys: stop at the last row's prefix.
+      const int64_t keys = visible_keys(p, i0 + rows - 1);
+      T* lse_rows = lse ? lse + (b * p.heads_q + h) * p.seqlen_q + i0 : nullptr;
+      softmax_rows(p, View<T>{qh.data + i0 * qh.row_stride, qh.row_stride, 1}, kh, i0, rows,
+                   keys, s, lse_rows);
+      for (T& x : s) x = round_p(x);
+      T* o_rows = o + ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
+      for (int64_t r = 0; r < rows; ++r) std::fill_n(o_rows + r * qh.row_stride, d, T(0));
+      gemm_acc<T>(rows, d, keys, View<T>{s.data(), keys, 1}, vh, o_rows, qh.row_stride);
+    }
+  });
+}
+
+}  // namespace
+
+bool is_visible(const Problem& p, int64_t i, int64_t j) {
+  return !p.causal || j <= i + p.seqlen_k - p.seqlen_q;
+}
+
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+             const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse) {
+  o.assign(p.q_elements(), 0.0);
+  lse.assign(p.lse_elements(), 0.0);
+  forward_impl<double>(p, q.data(), k.data(), v.data(), o.data(), lse.data(),
+                       [](double x) { return x; });
+}
+
+float round_to(Precision precision, float x) {
+  return precision == Precision::kFloat16 ? half_bits_to_float(float_to_half_bits(x))
+                                          : bfloat16_bits_to_float(float_to_bfloat16_bits(x));
+}
+
+void forward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
+                           const std::vector<double>& k, const std::vector<double>& v,
+                           std::vector<double>& o) {
+  // The inputs are representable in the 16-bit type, so float holds them exactly.
+  const std::vector<float> qf(q.begin(), q.end());
+  const std::vector<float> kf(k.begin(), k.end());
+  const std::vector<float> vf(v.begin(), v.end());
+  std::vector<float> of(p.q_elements(), 0.0f);
+  forward_impl<float>(p, qf.data(), kf.data(), vf.data(), of.data(), nullptr,
+                      [precision](float x) { return round_to(precision, x); });
+  o.resize(of.size());
+  std::transform(of.begin(), of.end(), o.begin(),
+                 [precision](float x) { return static_cast<double>(round_to(precision, x)); });
+}
+
+// ---------------------------------------------------------------------------------------
+// Backward. Two passes so that no two tasks write the same element (no locks, no
+// reduction buffers, deterministic): pass 1 over query rows gives dQ and each row's LSE
+// and D = rowsum(P * dP) (= rowsum(dO * O)); pass 2 over key blocks recomputes P and dS
+// from them and gives dK and dV, summing over the Q heads that share a KV head.
+
+void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+              const std::vector<double>& v, const std::vector<double>& d_o,
+              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  using V = View<double>;
+  const int64_t d = p.head_dim;
+  const int64_t q_stride = p.heads_q * d, kv_stride = p.heads_kv * d;
+  dq.assign(p.q_elements(), 0.0);
+  dk.assign(p.kv_elements(), 0.0);
+  dv.assign(p.kv_elements(), 0.0);
+  std::vector<double> lse(p.lse_elements()), delta(p.lse_elements());
+
+  // dS = scale * P * (dP - D) for rows [i0, i0 + rows) against keys [j0, j0 + keys), in
+  // place of dp; P is zero where masked, so masked entries stay zero.
+  auto scores_grad = [&](const double* pr, double* dp, int64_t rows, int64_t keys,
+                         const double* row_delta) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < keys; ++j) {
+        const int64_t x = r * keys + j;
+        dp[x] = p.softmax_scale * pr[x] * (dp[x] - row_delta[r]);
+      }
+    }
+  };
+
+  const int64_t heads = p.batch * p.heads_q;
+  const int64_t row_chunks = chunk_count(heads, p.seqlen_q, kRowBlock);
+  const int64_t chunk_rows = (p.seqlen_q + row_chunks - 1) / row_chunks;
+  parallel_for(heads * row_chunks, [&](int64_t task) {
+    const int64_t b = task / row_chunks / p.heads_q, h = task / row_chunks % p.heads_q;
+    const int64_t g = kv_head(p, h);
+    const V kh = head_view(k.data(), b, p.seqlen_k, g, p.heads_kv, d);
+    const V vh = head_view(v.data(), b, p.seqlen_k, g, p.heads_kv, d);
+    const int64_t end = std::min(p.seqlen_q, (task % row_chunks + 1) * chunk_rows);
+    std::vector<double> s, dp;
+    for (int64_t i0 = task % row_chunks * chunk_rows; i0 < end; i0 += kRowBlock) {
+      const int64_t rows = std::min(kRowBlock, end - i0);
+      const int64_t keys = visible_keys(p, i0 + rows - 1);
+      const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
+      const int64_t stats = (b * p.heads_q + h) * p.seqlen_q + i0;
+      const V q_rows{q.data() + first, q_stride, 1}, do_rows{d_o.data() + first, q_stride, 1};
+      softmax_rows(p, q_rows, kh, i0, rows, keys, s, &lse[stats]);
+      dp.assign(rows * keys, 0.0);
+      gemm_acc<double>(rows, keys, d, do_rows, vh.transposed(), dp.data(), keys);
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0;
+        for (int64_t j = 0; j < keys; ++j) sum += s[r * keys + j] * dp[r * keys + j];
+        delta[stats + r] = sum;
+      }
+      scores_grad(s.data(), dp.data(), rows, keys, &delta[stats]);
+      gemm_acc<double>(rows, d, keys, V{dp.data(), keys, 1}, kh, &dq[first], q_stride);
+    }
+  });
+
+  const int64_t group = p.heads_q / p.heads_kv;
+  const int64_t key_blocks = (p.seqlen_k + kKeyBlock - 1) / kKeyBlock;
+  parallel_for(p.batch * p.heads_kv * key_blocks, [&](int64_t task) {
+    const int64_t b = task / key_blocks / p.heads_kv, g = task / key_blocks % p.heads_kv;
+    const int64_t j0 = task % key_blocks * kKeyBlock;
+    const int64_t keys = std::min(kKeyBlock, p.seqlen_k - j0);
+    const int64_t first_key = ((b * p.seqlen_k + j0) * p.heads_kv + g) * d;
+    const V k_keys{k.data() + first_key, kv_stride, 1}, v_keys{v.data() + first_key, kv_stride, 1};
+    // Under the causal mask, rows before this one see none of these keys.
+    const int64_t first_row = p.causal ? std::max<int64_t>(0, j0 - p.seqlen_k + p.seqlen_q) : 0;
+    std::vector<double> pr, dp;
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+      for (int64_t i0 = first_row; i0 < p.seqlen_q; i0 += kRowBlock) {
+        const int64_t rows = std::min(kRowBlock, p.seqlen_q - i0);
+        const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
+        const int64_t stats = (b * p.heads_q + h) * p.seqlen_q + i0;
+        const V q_rows{q.data() + first, q_stride, 1}, do_rows{d_o.data() + first, q_stride, 1};
+        pr.assign(rows * keys, 0.0);
+        gemm_acc<double>(rows, keys, d, q_rows, k_keys.transposed(), pr.data(), keys);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t visible = std::clamp<int64_t>(visible_keys(p, i0 + r) - j0, 0, keys);
+          double* row = &pr[r * keys];
+          for (int64_t j = 0; j < visible; ++j) {
+            row[j] = std::exp(p.softmax_scale * row[j] - lse[stats + r]);
+          }
+          std::fill(row + visible, row + keys, 0.0);
+        }
+        dp.assign(rows * keys, 0.0);
+        gemm_acc<double>(rows, keys, d, do_rows, v_keys.transposed(), dp.data(), keys);
+        scores_grad(pr.data(), dp.data(), rows, keys, &delta[stats]);
+        gemm_acc<double>(keys, d, rows, V{pr.data(), 1, keys}, do_rows, &dv[first_key],
+                         kv_stride);
+        gemm_acc<double>(keys, d, rows, V{dp.data(), 1, keys}, q_rows, &dk[first_key],
+                         kv_stride);
+      }
+    }
+  });
+}
+
+}  // namespace warpflash::reference

@@ -1,0 +1,421 @@
+// The CPU reference against hand-computed values, a direct transcription of the formula,
+// finite differences, and known bit patterns of the 16-bit types.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "reference/attention_reference.h"
+#include "reference/half_precision.h"
+
+namespace warpflash::reference {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Problem make_problem(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q,
+                     int64_t heads_kv, int64_t head_dim, bool causal) {
+  Problem p;
+  p.batch = batch;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.heads_q = heads_q;
+  p.heads_kv = heads_kv;
+  p.head_dim = head_dim;
+  p.softmax_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  p.causal = causal;
+  return p;
+}
+
+std::vector<double> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> x(n);
+  for (double& v : x) v = normal(gen);
+  return x;
+}
+
+struct Forward {
+  std::vector<double> o, lse;
+};
+
+Forward run_forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+                    const std::vector<double>& v) {
+  Forward f;
+  forward(p, q, k, v, f.o, f.lse);
+  return f;
+}
+
+// The formula written down as plainly as possible, as a second opinion on the blocked code.
+Forward direct_forward(const Problem& p, const std::vector<double>& q,
+                       const std::vector<double>& k, const std::vector<double>& v) {
+  const int64_t d = p.head_dim;
+  Forward f{std::vector<double>(p.q_elements(), 0.0), std::vector<double>(p.lse_elements())};
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t g = h / (p.heads_q / p.heads_kv);
+      for (int64_t i = 0; i < p.seqlen_q; ++i) {
+        const double* qi = &q[((b * p.seqlen_q + i) * p.heads_q + h) * d];
+        std::vector<double> s(p.seqlen_k, -kInf);
+        double max = -kInf;
+        for (int64_t j = 0; j < p.seqlen_k; ++j) {
+          if (!is_visible(p, i, j)) continue;
+          const double* kj = &k[((b * p.seqlen_k + j) * p.heads_kv + g) * d];
+          s[j] = 0;
+          for (int64_t c = 0; c < d; ++c) s[j] += qi[c] * kj[c] * p.softmax_scale;
+          max = std::max(max, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < p.seqlen_k; ++j) sum += s[j] == -kInf ? 0 : std::exp(s[j] - max);
+        f.lse[(b * p.heads_q + h) * p.seqlen_q + i] = sum > 0 ? max + std::log(sum) : -kInf;
+        double* oi = &f.o[((b * p.seqlen_q + i) * p.heads_q + h) * d];
+        for (int64_t j = 0; j < p.seqlen_k && sum > 0; ++j) {
+          if (s[j] == -kInf) continue;
+          const double* vj = &v[((b * p.seqlen_k + j) * p.heads_kv + g) * d];
+          for (int64_t c = 0; c < d; ++c) oi[c] += std::exp(s[j] - max) / sum * vj[c];
+        }
+      }
+    }
+  }
+  return f;
+}
+
+void expect_near_all(const std::vector<double>& actual, const std::vector<double>& expected,
+                     double tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t x = 0; x < actual.size(); ++x) {
+    if (std::isinf(expected[x])) {
+      EXPECT_EQ(actual[x], expected[x]) << "at " << x;
+    } else {
+      EXPECT_NEAR(actual[x], expected[x], tolerance * (1 + std::abs(expected[x]))) << "at " << x;
+    }
+  }
+}
+
+TEST(ReferenceForward, SingleKeyGivesItsValueRow) {
+  Problem p = make_problem(1, 1, 1, 1, 1, 3, false);
+  p.softmax_scale = 0.5;
+  const Forward f = run_forward(p, {1, 2, 3}, {4, -1, 2}, {7, -8, 9});
+  expect_near_all(f.o, {7, -8, 9}, 1e-15);
+  expect_near_all(f.lse, {0.5 * (4 - 2 + 6)}, 1e-15);  // the one score is the LSE
+}
+
+TEST(ReferenceForward, TwoByTwoByHand) {
+  // Scaled scores: row 0 = (0, ln 3) -> P = (1/4, 3/4); row 1 = (0, 0) -> P = (1/2, 1/2).
+  Problem p = make_problem(1, 2, 2, 1, 1, 2, false);
+  p.softmax_scale = 0.5;
+  const double ln3 = std::log(3.0);
+  const Forward f = run_forward(p, {1, 0, 0, 1}, {0, 0, 2 * ln3, 0}, {4, 8, 8, 0});
+  expect_near_all(f.o, {7, 2, 6, 4}, 1e-14);
+  expect_near_all(f.lse, {std::log(4.0), std::log(2.0)}, 1e-14);
+}
+
+TEST(ReferenceForward, EqualScoresAverageTheValues) {
+  // Every key is the same vector, so all scores equal q.k * scale = 3 * 0.5.
+  Problem p = make_problem(1, 1, 4, 1, 1, 2, false);
+  p.softmax_scale = 0.5;
+  const Forward f = run_forward(p, {1, 1}, {1, 2, 1, 2, 1, 2, 1, 2}, {1, 0, 2, 10, 3, 20, 6, 30});
+  expect_near_all(f.o, {3, 15}, 1e-14);
+  expect_near_all(f.lse, {1.5 + std::log(4.0)}, 1e-14);
+}
+
+TEST(ReferenceForward, LargeScoresDoNotOverflow) {
+  // exp(1000) overflows a double: only a max-subtracted softmax gets this right.
+  Problem p = make_problem(1, 1, 2, 1, 1, 1, false);
+  const Forward f = run_forward(p, {1000}, {1, 1}, {2, 4});
+  expect_near_all(f.o, {3}, 1e-14);
+  expect_near_all(f.lse, {1000 + std::log(2.0)}, 1e-14);
+}
+
+TEST(ReferenceMask, CausalAlignsToTheBottomRight) {
+  const Problem tall = make_problem(1, 4, 2, 1, 1, 1, true);  // query i sees j <= i - 2
+  EXPECT_FALSE(is_visible(tall, 1, 0));
+  EXPECT_TRUE(is_visible(tall, 2, 0));
+  EXPECT_FALSE(is_visible(tall, 2, 1));
+  EXPECT_TRUE(is_visible(tall, 3, 1));
+  const Problem wide = make_problem(1, 2, 4, 1, 1, 1, true);  // query i sees j <= i + 2
+  EXPECT_TRUE(is_visible(wide, 0, 2));
+  EXPECT_FALSE(is_visible(wide, 0, 3));
+  EXPECT_TRUE(is_visible(wide, 1, 3));
+  EXPECT_TRUE(is_visible(make_problem(1, 4, 2, 1, 1, 1, false), 0, 1));
+}
+
+TEST(ReferenceForward, CausalWithMoreQueriesThanKeysMasksTheTopRows) {
+  // seqlen_q 4, seqlen_k 2: rows 0 and 1 see nothing, row 2 sees key 0, row 3 both.
+  Problem p = make_problem(1, 4, 2, 1, 1, 1, true);
+  p.softmax_scale = 1;
+  const Forward f = run_forward(p, {5, 6, 2, 0}, {1, 3}, {10, 20});
+  expect_near_all(f.o, {0, 0, 10, 15}, 1e-14);
+  expect_near_all(f.lse, {-kInf, -kInf, 2, std::log(2.0)}, 1e-14);
+}
+
+TEST(ReferenceForward, CausalWithFewerQueriesThanKeysSeesAPrefix) {
+  // seqlen_q 2, seqlen_k 4, zero queries: row 0 averages keys 0..2, row 1 all four.
+  const Problem p = make_problem(1, 2, 4, 1, 1, 1, true);
+  const Forward f = run_forward(p, {0, 0}, {1, 2, 3, 4}, {3, 6, 9, 30});
+  expect_near_all(f.o, {6, 12}, 1e-14);
+  expect_near_all(f.lse, {std::log(3.0), std::log(4.0)}, 1e-14);
+}
+
+TEST(ReferenceForward, NoKeysGivesZeroOutputAndNegativeInfinity) {
+  const Problem p = make_problem(2, 3, 0, 2, 1, 4, false);
+  const Forward f = run_forward(p, random_values(p.q_elements(), 1), {}, {});
+  expect_near_all(f.o, std::vector<double>(p.q_elements(), 0.0), 0);
+  expect_near_all(f.lse, std::vector<double>(p.lse_elements(), -kInf), 0);
+}
+
+TEST(ReferenceForward, GqaEqualsEachHeadWithItsKvHead) {
+  const Problem p = make_problem(2, 5, 7, 4, 2, 3, false);
+  const auto q = random_values(p.q_elements(), 2), k = random_values(p.kv_elements(), 3),
+             v = random_values(p.kv_elements(), 4);
+  const Forward f = run_forward(p, q, k, v);
+  const Problem single = make_problem(1, 5, 7, 1, 1, 3, false);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t g = h / 2;  // heads 0, 1 -> KV head 0; heads 2, 3 -> KV head 1
+      std::vector<double> qh, kh, vh, oh, lse_h;
+      for (int64_t i = 0; i < p.seqlen_q; ++i) {
+        for (int64_t c = 0; c < 3; ++c) {
+          qh.push_back(q[((b * 5 + i) * 4 + h) * 3 + c]);
+          oh.push_back(f.o[((b * 5 + i) * 4 + h) * 3 + c]);
+        }
+        lse_h.push_back(f.lse[(b * 4 + h) * 5 + i]);
+      }
+      for (int64_t j = 0; j < p.seqlen_k; ++j) {
+        for (int64_t c = 0; c < 3; ++c) {
+          kh.push_back(k[((b * 7 + j) * 2 + g) * 3 + c]);
+          vh.push_back(v[((b * 7 + j) * 2 + g) * 3 + c]);
+        }
+      }
+      const Forward expected = run_forward(single, qh, kh, vh);
+      expect_near_all(oh, expected.o, 1e-14);
+      expect_near_all(lse_h, expected.lse, 1e-14);
+    }
+  }
+}
+
+// Shapes that cross the reference's internal blocks (64 rows, 256 keys, 4-wide tiles).
+const Problem kOddShapes[] = {
+    make_problem(2, 37, 45, 6, 2, 13, false), make_problem(2, 37, 45, 6, 2, 13, true),
+    make_problem(1, 70, 300, 2, 1, 20, false), make_problem(1, 70, 300, 2, 1, 20, true),
+    make_problem(1, 300, 70, 3, 3, 9, true),
+};
+
+TEST(ReferenceForward, MatchesTheDirectFormulaOnOddShapes) {
+  for (const Problem& p : kOddShapes) {
+    SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal);
+    const auto q = random_values(p.q_elements(), 5), k = random_values(p.kv_elements(), 6),
+               v = random_values(p.kv_elements(), 7);
+    const Forward f = run_forward(p, q, k, v), expected = direct_forward(p, q, k, v);
+    expect_near_all(f.o, expected.o, 1e-12);
+    expect_near_all(f.lse, expected.lse, 1e-12);
+  }
+}
+
+// Checks backward() against central differences of loss = sum(O * dO), at every element
+// of Q, K and V, or at about `samples` evenly spread ones when samples > 0.
+void check_gradients(const Problem& p, int samples) {
+  SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal);
+  std::vector<double> q = random_values(p.q_elements(), 8), k = random_values(p.kv_elements(), 9),
+                      v = random_values(p.kv_elements(), 10);
+  const std::vector<double> d_o = random_values(p.q_elements(), 11);
+  std::vector<double> dq, dk, dv;
+  backward(p, q, k, v, d_o, dq, dk, dv);
+  auto loss = [&] {
+    const Forward f = run_forward(p, q, k, v);
+    double sum = 0;
+    for (size_t x = 0; x < f.o.size(); ++x) sum += f.o[x] * d_o[x];
+    return sum;
+  };
+  const double h = 1e-5;
+  struct Checked {
+    std::vector<double>* input;
+    const std::vector<double>* grad;
+    const char* name;
+  };
+  for (auto [input, grad, name] : {Checked{&q, &dq, "dQ"}, {&k, &dk, "dK"}, {&v, &dv, "dV"}}) {
+    ASSERT_EQ(grad->size(), input->size());
+    const size_t n = input->size(), step = samples > 0 ? std::max<size_t>(1, n / samples) : 1;
+    for (size_t x = 0; x < n; x += step) {
+      const double saved = (*input)[x];
+      (*input)[x] = saved + h;
+      const double up = loss();
+      (*input)[x] = saved - h;
+      const double down = loss();
+      (*input)[x] = saved;
+      EXPECT_NEAR((*grad)[x], (up - down) / (2 * h), 1e-7) << name << " at " << x;
+    }
+  }
+}
+
+TEST(ReferenceBackward, MatchesFiniteDifferences) {
+  check_gradients(make_problem(2, 3, 5, 4, 2, 3, false), 0);
+  check_gradients(make_problem(2, 3, 5, 4, 2, 3, true), 0);
+  check_gradients(make_problem(1, 6, 3, 2, 1, 4, true), 0);  // rows 0..2 see nothing
+}
+
+TEST(ReferenceBackward, MatchesFiniteDifferencesAcrossBlocks) {
+  check_gradients(make_problem(1, 70, 300, 2, 1, 5, false), 40);
+  check_gradients(make_problem(1, 70, 300, 2, 1, 5, true), 40);
+  check_gradients(make_problem(1, 300, 70, 2, 1, 5, true), 40);
+}
+
+TEST(ReferenceBackward, RowsThatSeeNothingHaveZeroGradient) {
+  const Problem p = make_problem(1, 4, 2, 1, 1, 2, true);  // rows 0 and 1 see no key
+  std::vector<double> dq, dk, dv;
+  backward(p, random_values(8, 1), random_values(4, 2), random_values(4, 3),
+           random_values(8, 4), dq, dk, dv);
+  for (int x = 0; x < 4; ++x) EXPECT_EQ(dq[x], 0.0) << x;
+  for (double g : dq) EXPECT_FALSE(std::isnan(g));
+}
+
+float from_bits(uint32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+TEST(HalfPrecision, Float16KnownBits) {
+  EXPECT_EQ(float_to_half_bits(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half_bits(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);  // halfway to 65536: ties to inf
+  EXPECT_EQ(float_to_half_bits(1e30f), 0x7c00);
+  EXPECT_EQ(float_to_half_bits(-std::numeric_limits<float>::infinity()), 0xfc00);
+  EXPECT_EQ(half_bits_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(half_bits_to_float(0x7bff), 65504.0f);
+  EXPECT_EQ(half_bits_to_float(0xfc00), -std::numeric_limits<float>::infinity());
+}
+
+TEST(HalfPrecision, Float16RoundsTiesToEven) {
+  const float ulp = std::ldexp(1.0f, -10);  // spacing of half just above 1
+  EXPECT_EQ(float_to_half_bits(1 + ulp / 2), 0x3c00);      // tie, 1.0 is even
+  EXPECT_EQ(float_to_half_bits(1 + 3 * ulp / 2), 0x3c02);  // tie, rounds up to even
+  EXPECT_EQ(float_to_half_bits(std::nextafter(1 + ulp / 2, 2.0f)), 0x3c01);
+  EXPECT_EQ(float_to_half_bits(std::nextafter(1 + 3 * ulp / 2, 0.0f)), 0x3c01);
+}
+
+TEST(HalfPrecision, Float16Subnormals) {
+  const float tiny = std::ldexp(1.0f, -24);  // smallest subnormal half
+  EXPECT_EQ(float_to_half_bits(tiny), 0x0001);
+  EXPECT_EQ(half_bits_to_float(0x0001), tiny);
+  EXPECT_EQ(half_bits_to_float(0x03ff), 1023 * tiny);
+  EXPECT_EQ(half_bits_to_float(0x8400), -std::ldexp(1.0f, -14));
+  EXPECT_EQ(float_to_half_bits(tiny / 2), 0x0000);  // tie between 0 and tiny: even
+  EXPECT_EQ(float_to_half_bits(-tiny / 2), 0x8000);
+  EXPECT_EQ(float_to_half_bits(std::nextafter(tiny / 2, 1.0f)), 0x0001);
+  EXPECT_EQ(float_to_half_bits(3 * tiny / 2), 0x0002);   // tie, rounds up to even
+  EXPECT_EQ(float_to_half_bits(5 * tiny / 2), 0x0002);   // tie, rounds down to even
+  EXPECT_EQ(float_to_half_bits(1023.5f * tiny), 0x0400);  // carries into the smallest normal
+  EXPECT_EQ(float_to_half_bits(from_bits(0x00000001)), 0x0000);  // float subnormal
+}
+
+TEST(HalfPrecision, NanStaysNan) {
+  const float quiet = std::numeric_limits<float>::quiet_NaN();
+  const float low_payload = from_bits(0x7f800001);  // payload only in bits half drops
+  for (float nan : {quiet, low_payload, -quiet}) {
+    EXPECT_TRUE(std::isnan(half_bits_to_float(float_to_half_bits(nan))));
+    EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(float_to_bfloat16_bits(nan))));
+  }
+  EXPECT_TRUE(std::isnan(half_bits_to_float(0x7e00)));
+  EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(0x7fc0)));
+}
+
+TEST(HalfPrecision, BFloat16KnownBits) {
+  EXPECT_EQ(float_to_bfloat16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bfloat16_bits(-2.0f), 0xc000);
+  const float ulp = std::ldexp(1.0f, -7);
+  EXPECT_EQ(float_to_bfloat16_bits(1 + ulp / 2), 0x3f80);      // tie to even
+  EXPECT_EQ(float_to_bfloat16_bits(1 + 3 * ulp / 2), 0x3f82);  // tie to even
+  EXPECT_EQ(float_to_bfloat16_bits(std::nextafter(1 + ulp / 2, 2.0f)), 0x3f81);
+  EXPECT_EQ(float_to_bfloat16_bits(from_bits(0x7f7f7fff)), 0x7f7f);  // stays finite
+  EXPECT_EQ(float_to_bfloat16_bits(from_bits(0x7f7f8000)), 0x7f80);  // tie to even: inf
+  EXPECT_EQ(float_to_bfloat16_bits(from_bits(0x00018000)), 0x0002);  // subnormal tie
+  EXPECT_EQ(bfloat16_bits_to_float(0x0001), std::ldexp(1.0f, -133));
+  EXPECT_EQ(bfloat16_bits_to_float(0xc2f7), -123.5f);
+}
+
+TEST(HalfPrecision, EveryValueRoundTrips) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const uint16_t b = static_cast<uint16_t>(bits);
+    const float h = half_bits_to_float(b), bf = bfloat16_bits_to_float(b);
+    if (!std::isnan(h)) {
+      EXPECT_EQ(float_to_half_bits(h), b) << std::hex << bits;
+    }
+    if (!std::isnan(bf)) {
+      EXPECT_EQ(float_to_bfloat16_bits(bf), b) << std::hex << bits;
+    }
+  }
+}
+
+TEST(HalfPrecision, RoundingPicksTheNearestValue) {
+  // Against the neighbouring representable values: none is closer, and a tie is even.
+  std::mt19937 gen(12);
+  std::uniform_real_distribution<float> exponent(-26, 15);
+  for (int n = 0; n < 100000; ++n) {
+    const float x = std::exp2(exponent(gen));
+    for (bool half : {true, false}) {
+      const uint16_t bits = half ? float_to_half_bits(x) : float_to_bfloat16_bits(x);
+      auto distance = [&](int b) {
+        const float value = half ? half_bits_to_float(static_cast<uint16_t>(b))
+                                 : bfloat16_bits_to_float(static_cast<uint16_t>(b));
+        return std::abs(static_cast<double>(x) - value);
+      };
+      const double error = distance(bits), above = distance(bits + 1);
+      const double below = bits > 0 ? distance(bits - 1) : kInf;
+      ASSERT_LE(error, std::min(above, below)) << x << (half ? " half" : " bfloat16");
+      if (error == above || error == below) {
+        EXPECT_EQ(bits % 2, 0) << x;
+      }
+    }
+  }
+  EXPECT_EQ(round_to(Precision::kFloat16, 0.1f), 0.0999755859375f);
+  EXPECT_EQ(round_to(Precision::kBFloat16, 0.1f), 0.10009765625f);
+}
+
+double max_relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double error = 0, scale = 0;
+  for (size_t x = 0; x < a.size(); ++x) {
+    error = std::max(error, std::abs(a[x] - b[x]));
+    scale = std::max(scale, std::abs(b[x]));
+  }
+  return error / scale;
+}
+
+TEST(ReferenceLowPrecision, IsCloseToDoubleButNotEqual) {
+  for (bool causal : {false, true}) {
+    const Problem p = make_problem(1, 100, 80, 2, 1, 64, causal);  // rows 0..19 see nothing
+    std::vector<double> q = random_values(p.q_elements(), 13),
+                        k = random_values(p.kv_elements(), 14),
+                        v = random_values(p.kv_elements(), 15);
+    double errors[2];
+    for (Precision precision : {Precision::kBFloat16, Precision::kFloat16}) {
+      auto rounded = [precision](std::vector<double> x) {
+        for (double& e : x) e = round_to(precision, static_cast<float>(e));
+        return x;
+      };
+      const auto qr = rounded(q), kr = rounded(k), vr = rounded(v);
+      std::vector<double> low;
+      forward_low_precision(p, precision, qr, kr, vr, low);
+      const Forward exact = run_forward(p, qr, kr, vr);
+      for (double x : low) ASSERT_FALSE(std::isnan(x));
+      const double error = max_relative_error(low, exact.o);
+      errors[precision == Precision::kFloat16] = error;
+      EXPECT_GT(error, 0.0);
+      EXPECT_LT(error, precision == Precision::kBFloat16 ? 2e-2 : 3e-3);
+      for (double x : low) EXPECT_EQ(x, round_to(precision, static_cast<float>(x)));
+    }
+    EXPECT_GT(errors[0], 5e-4);  // bfloat16 keeps 8 significant bits
+    EXPECT_GT(errors[0], errors[1]);  // float16 keeps 11
+  }
+}
+
+}  // namespace
+}  // namespace warpflash::reference

@@ -1,0 +1,153 @@
+// Every rejection of forward()'s validation: it names the argument, the value and what is
+// allowed, and never needs a GPU.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "warpflash/warpflash.h"
+
+namespace warpflash {
+namespace {
+
+// Fake, never dereferenced: validation only looks at the numbers.
+void* fake_pointer(uintptr_t address = 0x10000) { return reinterpret_cast<void*>(address); }
+
+ForwardArgs valid_args(int64_t head_dim = 0) {
+  ForwardArgs args;
+  args.dtype = DType::kBFloat16;
+  if (head_dim == 0) head_dim = compiled_head_dims(DType::kBFloat16).at(0);
+  args.shape = {2, 100, 120, 8, 2, head_dim};
+  args.q = contiguous_view(fake_pointer(), 100, 8, head_dim);
+  args.k = contiguous_view(fake_pointer(), 120, 2, head_dim);
+  args.v = contiguous_view(fake_pointer(), 120, 2, head_dim);
+  args.o = contiguous_view(fake_pointer(), 100, 8, head_dim);
+  return args;
+}
+
+void expect_error(const ForwardArgs& args, StatusCode code, const std::vector<std::string>& fragments) {
+  Status status = validate_forward(args);
+  EXPECT_EQ(status.code(), code) << status.message();
+  for (const std::string& fragment : fragments) {
+    EXPECT_NE(status.message().find(fragment), std::string::npos)
+        << "message '" << status.message() << "' lacks '" << fragment << "'";
+  }
+}
+
+TEST(Validation, AcceptsValidArguments) {
+  EXPECT_TRUE(validate_forward(valid_args()).ok()) << validate_forward(valid_args()).message();
+}
+
+TEST(Validation, NullPointers) {
+  for (auto member : {&ForwardArgs::q, &ForwardArgs::k, &ForwardArgs::v, &ForwardArgs::o}) {
+    ForwardArgs args = valid_args();
+    (args.*member).data = nullptr;
+    expect_error(args, StatusCode::kInvalidArgument, {".data is null"});
+  }
+}
+
+TEST(Validation, HeadDimNotCompiledListsTheCompiledOnes) {
+  ForwardArgs args = valid_args();
+  args.shape.head_dim = 96;
+  std::string listed;
+  for (int d : compiled_head_dims(DType::kBFloat16)) listed += (listed.empty() ? "" : ", ") + std::to_string(d);
+  expect_error(args, StatusCode::kNotSupported, {"shape.head_dim = 96", "{" + listed + "}", "bfloat16"});
+}
+
+TEST(Validation, HeadsQNotAMultipleOfHeadsKv) {
+  ForwardArgs args = valid_args();
+  args.shape.heads_kv = 3;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.heads_q = 8", "shape.heads_kv = 3"});
+}
+
+TEST(Validation, NegativeOrZeroSizes) {
+  ForwardArgs args = valid_args();
+  args.shape.batch = -1;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.batch = -1", "0 to"});
+  args = valid_args();
+  args.shape.seqlen_k = -5;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.seqlen_k = -5"});
+  args = valid_args();
+  args.shape.heads_kv = 0;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.heads_kv = 0", "1 to"});
+}
+
+TEST(Validation, SizesThatOverflowTheKernelIndexTypes) {
+  ForwardArgs args = valid_args();
+  args.shape.seqlen_q = int64_t(1) << 31;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.seqlen_q = 2147483648", "out of range"});
+  args = valid_args();
+  args.shape.batch = int64_t(1) << 29;
+  args.shape.seqlen_q = 1 << 20;
+  expect_error(args, StatusCode::kInvalidArgument, {"tiles exceeds"});
+}
+
+TEST(Validation, MisalignedPointer) {
+  ForwardArgs args = valid_args();
+  args.k.data = fake_pointer(0x10002);
+  expect_error(args, StatusCode::kInvalidArgument, {"k.data = 0x10002", "16-byte aligned"});
+}
+
+TEST(Validation, StridesThatBreakTmaAlignment) {
+  ForwardArgs args = valid_args();
+  args.v.seqlen_stride += 1;
+  expect_error(args, StatusCode::kInvalidArgument, {"v.seqlen_stride", "multiples of 8 elements"});
+  args = valid_args();
+  args.q.head_stride = -args.q.head_stride;
+  expect_error(args, StatusCode::kInvalidArgument, {"q.head_stride", "positive"});
+  args = valid_args();
+  args.o.batch_stride = int64_t(1) << 40;
+  expect_error(args, StatusCode::kInvalidArgument, {"o.batch_stride"});
+}
+
+TEST(Validation, StrideOfASizeOneDimensionIsIgnored) {
+  ForwardArgs args = valid_args();
+  args.shape.batch = 1;
+  args.q.batch_stride = 3;  // never used
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+}
+
+TEST(Validation, SoftmaxScale) {
+  ForwardArgs args = valid_args();
+  args.softmax_scale = -1.f;
+  expect_error(args, StatusCode::kInvalidArgument, {"softmax_scale = -1"});
+  args.softmax_scale = NAN;
+  expect_error(args, StatusCode::kInvalidArgument, {"softmax_scale"});
+}
+
+TEST(Validation, UnknownDtype) {
+  ForwardArgs args = valid_args();
+  args.dtype = static_cast<DType>(42);
+  expect_error(args, StatusCode::kInvalidArgument, {"dtype = 42", "float16, bfloat16"});
+}
+
+TEST(Validation, LseMisaligned) {
+  ForwardArgs args = valid_args();
+  args.lse = reinterpret_cast<float*>(0x10002);
+  expect_error(args, StatusCode::kInvalidArgument, {"lse = 0x10002", "4-byte aligned"});
+}
+
+TEST(Validation, EmptyProblemsAreValidWithoutPointers) {
+  ForwardArgs args;
+  args.shape = {0, 100, 100, 4, 4, compiled_head_dims(DType::kBFloat16).at(0)};
+  EXPECT_TRUE(validate_forward(args).ok());
+  args.shape = {3, 0, 100, 4, 4, args.shape.head_dim};
+  EXPECT_TRUE(validate_forward(args).ok());
+  EXPECT_TRUE(forward(args).ok());  // no GPU needed for a no-op
+  // No keys: K and V may be null, Q and O may not.
+  args = valid_args();
+  args.shape.seqlen_k = 0;
+  args.k.data = args.v.data = nullptr;
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+}
+
+TEST(Validation, ForwardWithoutHopperGpuFailsCleanly) {
+  // On a machine without a Hopper GPU the call reports why; with one, the fake pointers
+  // are rejected as not device memory. Either way nothing launches.
+  Status status = forward(valid_args());
+  EXPECT_FALSE(status.ok());
+  EXPECT_FALSE(status.message().empty());
+}
+
+}  // namespace
+}  // namespace warpflash
