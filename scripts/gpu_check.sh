@@ -19,11 +19,11 @@ if command -v cuobjdump >/dev/null; then
 fi
 
 echo "== GPU tests"
-"$BUILD/tests/warpflash_gpu_tests" --gtest_brief=1 2>&1 | tee "$RESULTS/gpu_tests.log" | tail -n 40
+timeout ${TEST_TIMEOUT:-300} "$BUILD/tests/warpflash_gpu_tests" --gtest_brief=1 2>&1 | tee "$RESULTS/gpu_tests.log" | tail -n 40
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 echo "== Benchmark: warpflash, then PyTorch SDPA (cuDNN, FA2) in the same run"
-"$BUILD/bench/warpflash_bench" --csv "$RESULTS/warpflash.csv" ${BENCH_ARGS:-} > "$RESULTS/bench.log" 2>&1 || status=1
+timeout ${BENCH_TIMEOUT:-300} "$BUILD/bench/warpflash_bench" --csv "$RESULTS/warpflash.csv" ${BENCH_ARGS:-} > "$RESULTS/bench.log" 2>&1 || status=1
 tail -n 5 "$RESULTS/bench.log"
 if python3 -c "import torch" 2>/dev/null; then
   python3 bench/sdpa_baseline.py --csv "$RESULTS/sdpa.csv" --warpflash-csv "$RESULTS/warpflash.csv" ${BENCH_ARGS:-} \
