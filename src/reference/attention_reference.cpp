@@ -8,9 +8,13 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <thread>
-#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "reference/half_precision.h"
 
@@ -127,15 +131,36 @@ View<T> head_view(const T* data, int64_t b, int64_t seqlen, int64_t head, int64_
 
 int64_t kv_head(const Problem& p, int64_t h) { return h / (p.heads_q / p.heads_kv); }
 
+// Wrong sizes would read or write out of bounds: refuse them with a message instead.
+void check_inputs(const char* function, const Problem& p,
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> q_like,
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> kv_like) {
+  auto fail = [function](const std::string& what) {
+    throw std::invalid_argument(std::string("reference::") + function + ": " + what);
+  };
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
+    fail("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
+         std::to_string(p.heads_kv) + ")");
+  }
+  for (auto [inputs, expected] : {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}}) {
+    for (auto [name, x] : inputs) {
+      if (static_cast<int64_t>(x->size()) != expected) {
+        fail(std::string(name) + " has " + std::to_string(x->size()) + " elements, expected " +
+             std::to_string(expected));
+      }
+    }
+  }
+}
+
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // ---------------------------------------------------------------------------------------
 // Forward, in T = double (the reference) or T = float (the low-precision emulation).
 
-// Scores of rows [i0, i0 + rows) of head (b, h) against keys [0, keys), scaled, into
-// s (row stride `keys`), then replaced by the softmax of the visible part; invisible
-// entries and rows that see nothing become 0. Writes the rows' LSE when lse != nullptr.
+// Scaled scores of `rows` query rows (rows i0.. of their sequence, viewed by q) against
+// keys [0, keys), into s (row stride `keys`), then replaced by the softmax of the visible
+// part; masked entries and rows that see nothing become 0. Writes LSE if lse != nullptr.
 template <typename T>
 void softmax_rows(const Problem& p, View<T> q, View<T> k, int64_t i0, int64_t rows,
                   int64_t keys, std::vector<T>& s, T* lse) {
@@ -175,9 +200,11 @@ void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T*
     const View<T> qh = head_view(q, b, p.seqlen_q, h, p.heads_q, d);
     const View<T> kh = head_view(k, b, p.seqlen_k, g, p.heads_kv, d);
     const View<T> vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, d);
-    const int64_t end = std::min(p.seqlen_q, (task % chunks + 1) * chunk_rows);
+    // Last chunks first: under the causal mask their rows see the most keys.
+    const int64_t chunk = chunks - 1 - task % chunks;
+    const int64_t end = std::min(p.seqlen_q, (chunk + 1) * chunk_rows);
     std::vector<T> s;
-    for (int64_t i0 = task % chunks * chunk_rows; i0 < end; i0 += kRowBlock) {
+    for (int64_t i0 = chunk * chunk_rows; i0 < end; i0 += kRowBlock) {
       const int64_t rows = std::min(kRowBlock, end - i0);
       // Causal rows see a prefix of the keys: stop at the last row's prefix.
       const int64_t keys = visible_keys(p, i0 + rows - 1);
@@ -200,6 +227,7 @@ bool is_visible(const Problem& p, int64_t i, int64_t j) {
 
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
              const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse) {
+  check_inputs("forward", p, {{"q", &q}}, {{"k", &k}, {"v", &v}});
   o.assign(p.q_elements(), 0.0);
   lse.assign(p.lse_elements(), 0.0);
   forward_impl<double>(p, q.data(), k.data(), v.data(), o.data(), lse.data(),
@@ -214,6 +242,7 @@ float round_to(Precision precision, float x) {
 void forward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
                            const std::vector<double>& k, const std::vector<double>& v,
                            std::vector<double>& o) {
+  check_inputs("forward_low_precision", p, {{"q", &q}}, {{"k", &k}, {"v", &v}});
   // The inputs are representable in the 16-bit type, so float holds them exactly.
   const std::vector<float> qf(q.begin(), q.end());
   const std::vector<float> kf(k.begin(), k.end());
@@ -235,6 +264,7 @@ void forward_low_precision(const Problem& p, Precision precision, const std::vec
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& d_o,
               std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  check_inputs("backward", p, {{"q", &q}, {"d_o", &d_o}}, {{"k", &k}, {"v", &v}});
   using V = View<double>;
   const int64_t d = p.head_dim;
   const int64_t q_stride = p.heads_q * d, kv_stride = p.heads_kv * d;
@@ -263,9 +293,10 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
     const int64_t g = kv_head(p, h);
     const V kh = head_view(k.data(), b, p.seqlen_k, g, p.heads_kv, d);
     const V vh = head_view(v.data(), b, p.seqlen_k, g, p.heads_kv, d);
-    const int64_t end = std::min(p.seqlen_q, (task % row_chunks + 1) * chunk_rows);
+    const int64_t chunk = row_chunks - 1 - task % row_chunks;  // longest first, as above
+    const int64_t end = std::min(p.seqlen_q, (chunk + 1) * chunk_rows);
     std::vector<double> s, dp;
-    for (int64_t i0 = task % row_chunks * chunk_rows; i0 < end; i0 += kRowBlock) {
+    for (int64_t i0 = chunk * chunk_rows; i0 < end; i0 += kRowBlock) {
       const int64_t rows = std::min(kRowBlock, end - i0);
       const int64_t keys = visible_keys(p, i0 + rows - 1);
       const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
