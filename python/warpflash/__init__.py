@@ -1,0 +1,5 @@
+"""warpflash: FlashAttention-3 for NVIDIA Hopper GPUs."""
+from warpflash.interface import flash_attn_func
+
+__all__ = ["flash_attn_func"]
+__version__ = "0.1.0"

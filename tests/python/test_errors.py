@@ -1,0 +1,62 @@
+"""Bad input raises a Python exception that names the problem; these need no GPU."""
+import pytest
+import torch
+
+from warpflash import flash_attn_func
+
+
+def tensors(shape_q=(2, 64, 8, 128), shape_kv=(2, 64, 2, 128), dtype=torch.bfloat16, device="cpu"):
+    return (torch.randn(shape_q, dtype=dtype, device=device), torch.randn(shape_kv, dtype=dtype, device=device),
+            torch.randn(shape_kv, dtype=dtype, device=device))
+
+
+def test_cpu_tensors_are_rejected():
+    with pytest.raises(ValueError, match="q is on cpu"):
+        flash_attn_func(*tensors())
+
+
+def test_float32_is_a_type_error():
+    with pytest.raises(TypeError, match="float32"):
+        flash_attn_func(*tensors(dtype=torch.float32))
+
+
+def test_mixed_dtypes():
+    q, k, v = tensors()
+    with pytest.raises(TypeError, match="share a dtype"):
+        flash_attn_func(q, k.half(), v)
+
+
+def test_not_a_tensor():
+    q, k, v = tensors()
+    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
+        flash_attn_func(q, [1, 2], v)
+
+
+def test_wrong_rank():
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match="4-D"):
+        flash_attn_func(q[0], k, v)
+
+
+def test_non_contiguous_head_dim():
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match=r"stride\(-1\)"):
+        flash_attn_func(q.transpose(-1, -2), k, v)
+
+
+def test_k_v_shape_mismatch():
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match="same shape"):
+        flash_attn_func(q, k, v[:, :32])
+
+
+def test_heads_not_a_multiple():
+    q, k, v = tensors(shape_q=(2, 64, 6, 128), shape_kv=(2, 64, 4, 128))
+    with pytest.raises(ValueError, match="multiple"):
+        flash_attn_func(q, k, v)
+
+
+def test_batch_or_head_dim_mismatch():
+    q, k, v = tensors(shape_q=(2, 64, 8, 64))
+    with pytest.raises(ValueError, match="batch and head_dim"):
+        flash_attn_func(q, k, v)
