@@ -54,4 +54,6 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildWithKernelLibrary},
+    # setuptools' own build folder, kept apart from CMake's build/.
+    options={"build": {"build_base": "build-python/setuptools"}},
 )

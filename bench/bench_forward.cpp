@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -46,6 +47,7 @@ struct Options {
   std::vector<bool> causal = {false, true};
   int iters = 100;
   int warmup = 10;
+  bool latency = false;  // time calls of a tiny problem instead of the grid
 };
 
 void print_usage() {
@@ -58,6 +60,9 @@ void print_usage() {
       "  --seqlens LIST        default 512,1024,2048,4096,8192,16384; batch = 16384 / seqlen\n"
       "  --causal both|0|1     default both\n"
       "  --iters N             timed launches per configuration (default 100)\n"
+      "  --latency             instead of the grid: wall time per forward() call of a tiny\n"
+      "                        problem (batch 1, seqlen 128, 8 heads, d 128, bf16), printed as\n"
+      "                        'latency_us_per_call <us>' (the C++ side of bench/overhead.py)\n"
       "  --warmup N            untimed launches before them (default 10)\n"
       "  --help\n");
 }
@@ -84,6 +89,10 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
     if (flag == "--help" || flag == "-h") {
       help = true;
       return true;
+    }
+    if (flag == "--latency") {
+      opt.latency = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "error: %s: unknown option or missing value\n", flag.c_str());
@@ -256,6 +265,34 @@ int64_t count_non_finite(BigProblem& big, DType dtype, const AttentionShape& s) 
   return bad;
 }
 
+// Host cost of one call: back-to-back calls on one stream, then one synchronize. For a
+// problem this small the GPU finishes each kernel before the next call is issued.
+int run_latency(const Options& opt) {
+  const AttentionShape s{1, 128, 128, 8, 8, 128};
+  const size_t elements = s.batch * s.seqlen_q * s.heads_q * s.head_dim;
+  std::mt19937_64 rng(7);
+  std::vector<uint16_t> host(elements);
+  fill_normal(rng, DType::kBFloat16, host);
+  DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), o(elements * 2), lse(s.heads_q * s.seqlen_q * 4);
+  q.upload(host);
+  k.upload(host);
+  v.upload(host);
+  ForwardArgs args = make_args(DType::kBFloat16, s, false, q, k, v, o, lse);
+  const int calls = std::max(opt.iters, 1000);
+  for (int i = 0; i < opt.warmup + 100; ++i) {
+    if (!report_status(forward(args), "forward")) return EXIT_FAILURE;
+  }
+  WF_CUDA_CHECK(cudaDeviceSynchronize());
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    if (!report_status(forward(args), "forward")) return EXIT_FAILURE;
+  }
+  WF_CUDA_CHECK(cudaDeviceSynchronize());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("latency_us_per_call %.3f\n", seconds * 1e6 / calls);
+  return EXIT_SUCCESS;
+}
+
 int run(const Options& opt) {
   int device = 0;
   cudaDeviceProp prop;
@@ -359,5 +396,5 @@ int main(int argc, char** argv) {
     warpflash::bench::print_usage();
     return EXIT_SUCCESS;
   }
-  return warpflash::bench::run(opt);
+  return opt.latency ? warpflash::bench::run_latency(opt) : warpflash::bench::run(opt);
 }

@@ -3,63 +3,102 @@
 figures: one panel per (head dim, mask), one line per implementation, one figure per dtype.
 
     python3 bench/plot_results.py --warpflash wf.csv --sdpa sdpa.csv --out-dir plots/
+    python3 bench/plot_results.py --results python.csv --out-dir plots/   # bench/benchmark.py's
+
+bench/benchmark.py calls plot_tflops() directly with its own rows.
 """
 import argparse
 import csv
+import math
 import os
 from collections import defaultdict
 
+STYLES = {"warpflash": ("tab:red", "o"), "cudnn": ("tab:green", "s"), "fa2": ("tab:blue", "^"),
+          "flex": ("tab:purple", "D")}
+LABELS = {"warpflash": "warpflash", "cudnn": "cuDNN", "fa2": "FA2 (SDPA flash)",
+          "flex": "FlexAttention"}
+
 
 def read_rows(path, impl=None):
+    """(impl, dtype, head_dim, causal, seqlen, tflops) per measured row of the paper grid; rows
+    whose TFLOP/s is not a number (n/a: the backend refused) or of another workload (a
+    bench/benchmark.py CSV has model shapes too) are left out."""
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
-            yield (impl or row["impl"], row["dtype"], int(row["head_dim"]), int(row["causal"]),
-                   int(row["seqlen"]), float(row["tflops"]))
+            if row.get("workload", "paper") != "paper":
+                continue
+            try:
+                tflops = float(row["tflops"])
+            except ValueError:
+                continue
+            if math.isfinite(tflops):
+                yield (impl or row["impl"], row["dtype"], int(row["head_dim"]), int(row["causal"]),
+                       int(row["seqlen"]), tflops)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--warpflash", required=True, help="CSV of build/bench/warpflash_bench")
-    parser.add_argument("--sdpa", help="CSV of bench/sdpa_baseline.py (cudnn, fa2 rows)")
-    parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--title", default="", help="appended to each figure title (GPU, date)")
-    args = parser.parse_args()
-
+def plot_tflops(rows, out_dir, title="", xlabel="seqlen (16k tokens per batch)"):
+    """Writes forward_<dtype>.png into out_dir from (impl, dtype, head_dim, causal, seqlen,
+    tflops) tuples; returns the paths written."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     # series[dtype][(head_dim, causal)][impl] = [(seqlen, tflops)]
     series = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    rows = list(read_rows(args.warpflash, impl="warpflash"))
-    if args.sdpa:
-        rows += [r for r in read_rows(args.sdpa) if r[5] == r[5]]  # drop NaN (n/a)
     for impl, dtype, head_dim, causal, seqlen, tflops in rows:
-        series[dtype][(head_dim, causal)][impl].append((seqlen, tflops))
+        series[dtype][(int(head_dim), int(causal))][impl].append((seqlen, tflops))
 
-    os.makedirs(args.out_dir, exist_ok=True)
-    styles = {"warpflash": ("tab:red", "o"), "cudnn": ("tab:green", "s"), "fa2": ("tab:blue", "^")}
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
     for dtype, panels in sorted(series.items()):
-        keys = sorted(panels)
-        head_dims = sorted({k[0] for k in keys})
-        fig, axes = plt.subplots(2, len(head_dims), figsize=(4.2 * len(head_dims), 7), squeeze=False)
+        head_dims = sorted({k[0] for k in panels})
+        masks = sorted({k[1] for k in panels})
+        fig, axes = plt.subplots(len(masks), len(head_dims),
+                                 figsize=(4.2 * len(head_dims), 3.5 * len(masks)), squeeze=False)
         for col, head_dim in enumerate(head_dims):
-            for row, causal in enumerate((0, 1)):
+            for row, causal in enumerate(masks):
                 ax = axes[row][col]
                 for impl, points in sorted(panels.get((head_dim, causal), {}).items()):
                     points.sort()
-                    color, marker = styles.get(impl, ("gray", "x"))
-                    ax.plot([p[0] for p in points], [p[1] for p in points], label=impl, color=color, marker=marker)
+                    color, marker = STYLES.get(impl, ("gray", "x"))
+                    ax.plot([p[0] for p in points], [p[1] for p in points],
+                            label=LABELS.get(impl, impl), color=color, marker=marker)
                 ax.set_xscale("log", base=2)
+                seqlens = sorted({p[0] for points in panels.get((head_dim, causal), {}).values()
+                                  for p in points})
+                ax.set_xticks(seqlens, [f"{s // 1024}k" if s >= 1024 else str(s) for s in seqlens])
+                ax.minorticks_off()
                 ax.set_title(f"d={head_dim}, {'causal' if causal else 'non-causal'}")
-                ax.set_xlabel("seqlen (16k tokens per batch)")
+                ax.set_xlabel(xlabel)
                 ax.set_ylabel("TFLOP/s")
                 ax.grid(True, alpha=0.3)
-                ax.legend(fontsize=8)
-        fig.suptitle(f"Attention forward, {dtype}{' — ' + args.title if args.title else ''}")
+                if ax.lines:
+                    ax.legend(fontsize=8)
+        fig.suptitle(f"Attention forward, {dtype}{' — ' + title if title else ''}")
         fig.tight_layout()
-        path = os.path.join(args.out_dir, f"forward_{dtype}.png")
+        path = os.path.join(out_dir, f"forward_{dtype}.png")
         fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--warpflash", help="CSV of build/bench/warpflash_bench")
+    parser.add_argument("--sdpa", help="CSV of bench/sdpa_baseline.py (cudnn, fa2 rows)")
+    parser.add_argument("--results", help="CSV of bench/benchmark.py (all implementations)")
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--title", default="", help="appended to each figure title (GPU, date)")
+    args = parser.parse_args(argv)
+    if not (args.warpflash or args.results):
+        parser.error("give --warpflash or --results")
+
+    rows = list(read_rows(args.warpflash, impl="warpflash")) if args.warpflash else []
+    for path in (args.sdpa, args.results):
+        if path:
+            rows += list(read_rows(path))
+    for path in plot_tflops(rows, args.out_dir, args.title):
         print(f"wrote {path}")
 
 

@@ -17,35 +17,16 @@ peers measured in the same run:
 import argparse
 import csv
 import itertools
-import math
 import sys
-import warnings
 
-TOKENS = 16384
-HIDDEN = 2048
+from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell,
+                          dtype_list, geomean, int_list, number_or_none, positive_int, ratio,
+                          tflops, time_ms)
+
 IMPLS = ("cudnn", "fa2")
 IMPL_TITLES = {"cudnn": "cuDNN", "fa2": "FA2"}
 CSV_COLUMNS = ("impl", "dtype", "head_dim", "causal", "seqlen", "batch", "heads", "ms_median",
                "tflops")
-
-
-def positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return value
-
-
-def int_list(text):
-    return [positive_int(x) for x in text.split(",")]
-
-
-def dtype_list(text):
-    names = text.split(",")
-    for name in names:
-        if name not in ("bf16", "fp16"):
-            raise argparse.ArgumentTypeError(f"dtype '{name}' is not one of bf16, fp16")
-    return names
 
 
 def parse_args(argv):
@@ -65,53 +46,12 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def causal_values(option):
-    return {"both": [False, True], "0": [False], "1": [True]}[option]
-
-
-def batch_for(seqlen):
-    return max(1, TOKENS // seqlen)
-
-
-def tflops(batch, heads, seqlen, head_dim, causal, ms):
-    flops = 4.0 * batch * heads * seqlen * seqlen * head_dim / (2.0 if causal else 1.0)
-    return flops / (ms * 1e-3) / 1e12
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
-
-
-def time_ms(torch, fn, warmup, iters):
-    """Median milliseconds of fn over `iters` launches, each between its own event pair."""
-    for _ in range(warmup):
-        fn()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for start, stop in events:
-        start.record()
-        fn()
-        stop.record()
-    torch.cuda.synchronize()
-    return median([start.elapsed_time(stop) for start, stop in events])
-
-
 def time_backend(torch, impl, q, k, v, causal, warmup, iters):
     """Returns (ms, None), or (None, reason) when the backend refuses or fails."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
-    backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "fa2": SDPBackend.FLASH_ATTENTION}[impl]
-    # SDPA explains a refusal in warnings and then raises "No available kernel".
-    with warnings.catch_warnings(record=True) as caught, sdpa_kernel(backend):
-        warnings.simplefilter("always")
-        try:
-            return time_ms(torch, lambda: sdpa(q, k, v, is_causal=causal), warmup, iters), None
-        except RuntimeError as error:
-            reasons = [str(w.message) for w in caught] or [str(error)]
-            return None, " ".join(" ".join(reasons).split())
+    return call_sdpa(impl, lambda: time_ms(torch, lambda: sdpa(q, k, v, is_causal=causal),
+                                           warmup, iters))
 
 
 def measure(args):
@@ -133,7 +73,8 @@ def measure(args):
                    .transpose(1, 2) for _ in range(3))
         for impl in IMPLS:
             ms, reason = time_backend(torch, impl, q, k, v, causal, args.warmup, args.iters)
-            tf = tflops(batch, heads, seqlen, head_dim, causal, ms) if ms is not None else None
+            flops = attention_flops(batch, heads, seqlen, seqlen, head_dim, causal)
+            tf = tflops(flops, ms) if ms is not None else None
             result = f"{cell(ms, 10, 4)} {cell(tf, 8, 1)}" + (f"  ({reason})" if reason else "")
             print(f"{impl:<6} {dtype:<5} {head_dim:>5} {int(causal):>6} {seqlen:>7} {batch:>6} "
                   f"{heads:>6} {result}", flush=True)
@@ -153,14 +94,6 @@ def config_key(row):
     return (row["dtype"], int(row["head_dim"]), int(row["causal"]), int(row["seqlen"]))
 
 
-def number_or_none(text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) and value > 0 else None
-
-
 def read_warpflash_csv(path):
     """{(dtype, head_dim, causal, seqlen): TFLOP/s} from warpflash_bench's CSV."""
     with open(path, newline="") as f:
@@ -169,18 +102,6 @@ def read_warpflash_csv(path):
         if missing:
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
         return {config_key(row): number_or_none(row["tflops"]) for row in reader}
-
-
-def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
-def cell(value, width, decimals):
-    return f"{value:{width}.{decimals}f}" if value is not None else f"{'n/a':>{width}}"
-
-
-def ratio(a, b):
-    return a / b if a is not None and b is not None else None
 
 
 def combined_table(warpflash, rows):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what building warpflash needs and a fresh machine may lack:
+# Installs what building and testing warpflash needs and a fresh machine may lack:
 # the pinned CUTLASS/CuTe headers (PyPI package nvidia-cutlass) into third_party/,
-# and, on Debian, CMake, ninja, ccache and GoogleTest when they are missing.
+# PyTorch, pytest and wheel when missing, and, on Debian, CMake, ninja, ccache and
+# GoogleTest when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,17 @@ if [ ! -f "${CUTLASS_PREFIX}/cutlass_library/source/include/cute/tensor.hpp" ]; 
   echo "setup: installing nvidia-cutlass==${CUTLASS_VERSION} headers into ${CUTLASS_PREFIX}"
   python3 -m pip install --quiet --no-deps --disable-pip-version-check \
     --target "${CUTLASS_PREFIX}" "nvidia-cutlass==${CUTLASS_VERSION}"
+fi
+
+# Python side (the package and its tests): PyTorch, pinned, only when none is installed, so
+# a machine's own PyTorch build is kept; pytest and wheel for the tests and the build.
+python_missing=()
+python3 -c "import torch" 2>/dev/null || python_missing+=(torch==2.11.0)
+python3 -c "import pytest" 2>/dev/null || python_missing+=(pytest==8.3.4)
+python3 -c "import wheel" 2>/dev/null || python_missing+=(wheel==0.45.1)
+if [ ${#python_missing[@]} -gt 0 ]; then
+  echo "setup: pip install ${python_missing[*]}"
+  python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
 fi
 
 # Debian packages, only where apt-get exists and something is missing (CI, fresh machines).

@@ -4,7 +4,8 @@
 // (batch, heads_q, seqlen_q), natural log. Conventions as in include/warpflash/forward.h:
 // GQA maps Q head h to KV head h / (heads_q / heads_kv); the causal mask is aligned to the
 // bottom-right corner (query i sees key j when j <= i + seqlen_k - seqlen_q); a row that
-// sees no key gets O = 0 and LSE = -inf.
+// sees no key gets O = 0 and LSE = -inf. Inputs of the wrong size, or heads_q not a multiple
+// of heads_kv, throw std::invalid_argument.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ struct Problem {
   int64_t heads_q = 1;
   int64_t heads_kv = 1;
   int64_t head_dim = 1;
-  double softmax_scale = 1.0;
+  double softmax_scale = 1.0;  // taken as given: set 1/sqrt(head_dim) to match the API's default
   bool causal = false;
 
   int64_t q_elements() const { return batch * seqlen_q * heads_q * head_dim; }
@@ -43,7 +44,8 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
 enum class Precision { kFloat16, kBFloat16 };
 float round_to(Precision precision, float x);
 
-// Attention the way PyTorch computes it in a 16-bit input precision: S = Q K^T in fp32,
+// Attention the way PyTorch computes it in a 16-bit input precision (keeping S in fp32, as
+// the kernels do, which is slightly tighter than PyTorch's bf16 S): S = Q K^T in fp32,
 // softmax in fp32, P rounded to the input type, O = P V accumulated in fp32 and rounded
 // to the input type. Its error against forward() sets the tolerance of the GPU tests
 // (FlashAttention's criterion: the kernel's error within 2x of this one's).

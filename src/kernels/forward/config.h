@@ -3,6 +3,19 @@
 
 namespace warpflash::kernels {
 
+// Ablation switches: each FlashAttention-3 technique can be compiled out
+// (CMake -DWARPFLASH_ABLATE=...) to measure what it is worth (docs/perf-notes.md).
+#if defined(WARPFLASH_ABLATE_INTRA_WARPGROUP_OVERLAP)
+constexpr bool kIntraWarpgroupOverlap = false;
+#else
+constexpr bool kIntraWarpgroupOverlap = true;
+#endif
+#if defined(WARPFLASH_ABLATE_PINGPONG)
+constexpr bool kPingpong = false;
+#else
+constexpr bool kPingpong = true;
+#endif
+
 struct ForwardTileConfig {
   int block_m;              // query rows per CTA (64 per consumer warpgroup)
   int block_n;              // key rows per K/V tile

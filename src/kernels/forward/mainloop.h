@@ -7,6 +7,7 @@
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "kernels/forward/fragment.h"
+#include "kernels/forward/pingpong.h"
 #include "kernels/forward/softmax.h"
 #include "kernels/forward/traits.h"
 
@@ -99,33 +100,75 @@ struct ForwardMainloop {
     Tensor acc_o_rc = rowcol_view(acc_o);
     AttentionMask const& mask = params.mask;
     int row_base = tile.m_block * Traits::kBlockM;
-
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q, 0);
-    PipelineState read;
-    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
-      pipeline_k.consumer_wait(read);
-      warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read.index()), acc_s);
-      warpgroup_wait<0>();
-      pipeline_k.consumer_release(read);
-
-      if (mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) {
-        int col_base = n_block * Traits::kBlockN;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(acc_s_rc); ++i) {
-          auto coord = tScS_rc(i);
-          if (!mask.visible(row_base + get<0>(coord), col_base + get<1>(coord))) acc_s_rc(i) = -INFINITY;
-        }
+    auto mask_block = [&](int n_block) {
+      if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+      int col_base = n_block * Traits::kBlockN;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_s_rc); ++i) {
+        auto coord = tScS_rc(i);
+        if (!mask.visible(row_base + get<0>(coord), col_base + get<1>(coord))) acc_s_rc(i) = -INFINITY;
       }
-      softmax.step(acc_s_rc, acc_o_rc);
-
+    };
+    // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.
+    Tensor tOrP = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
+    auto store_p = [&] {
       Tensor p = convert_fragment<Element>(acc_s);
-      Tensor tOrP = make_tensor(p.data(), accumulator_as_a_operand(acc_s.layout()));
-      pipeline_v.consumer_wait(read);
-      warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read.index()), acc_o);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(p); ++i) tOrP(i) = p(i);
+    };
+
+    PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
+    pingpong.start();
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q, 0);
+    PipelineState read_k, read_v;
+
+    // The first block: S only (O is still zero, nothing to rescale).
+    int n_block = n_block_end - 1;
+    pipeline_k.consumer_wait(read_k);
+    pingpong.wait_turn();
+    warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
+    pingpong.pass_turn();
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc_s);
+    pipeline_k.consumer_release(read_k);
+    ++read_k;
+    mask_block(n_block);
+    softmax.update(acc_s_rc);
+    store_p();
+
+    // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S of the next block is
+    // issued before O += P V of this one, and the softmax of the next block runs while
+    // the PV GEMM is still on the tensor cores.
+    for (--n_block; n_block >= 0; --n_block) {
+      pipeline_k.consumer_wait(read_k);
+      pipeline_v.consumer_wait(read_v);
+      pingpong.wait_turn();
+      warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
+      if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
+      warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
+      pingpong.pass_turn();
+      if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
+      warpgroup_wait<1>();
+      warpgroup_fence_operand(acc_s);
+      pipeline_k.consumer_release(read_k);
+      ++read_k;
+      mask_block(n_block);
+      auto correction = softmax.update(acc_s_rc);
       warpgroup_wait<0>();
-      pipeline_v.consumer_release(read);
-      ++read;
+      warpgroup_fence_operand(acc_o);
+      pipeline_v.consumer_release(read_v);
+      ++read_v;
+      Softmax::rescale(acc_o_rc, correction);
+      store_p();
     }
+
+    pipeline_v.consumer_wait(read_v);
+    pingpong.wait_turn();
+    warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
+    pingpong.pass_turn();
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc_o);
+    pipeline_v.consumer_release(read_v);
   }
 };
 

@@ -38,10 +38,14 @@ struct OnlineSoftmax {
     }
   }
 
-  // s and o are (rows, columns) views. Masked scores are -inf.
-  template <class TensorS, class TensorO>
-  CUTE_DEVICE void step(TensorS& s, TensorO& o) {
+  // Folds a new block of scores into the running max and sum and turns them into
+  // unnormalized probabilities in place. Returns each row's factor for rescaling O
+  // (kept separate so O can be rescaled after a GEMM that is still writing it completes).
+  // s is a (rows, columns) view; masked scores are -inf.
+  template <class TensorS>
+  CUTE_DEVICE cute::array<float, kRows> update(TensorS& s) {
     static_assert(decltype(size<0>(s))::value == kRows);
+    cute::array<float, kRows> correction;
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float new_max = row_max[r];
@@ -51,7 +55,7 @@ struct OnlineSoftmax {
       // A row that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
       // exp2(-inf) = 0 and avoids inf - inf = NaN.
       float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
-      float correction = exp2f(row_max[r] * scale_log2 - max_scaled);
+      correction[r] = exp2f(row_max[r] * scale_log2 - max_scaled);
       row_max[r] = new_max;
       float sum = 0.f;
       CUTLASS_PRAGMA_UNROLL
@@ -59,9 +63,17 @@ struct OnlineSoftmax {
         s(r, c) = exp2f(s(r, c) * scale_log2 - max_scaled);
         sum += s(r, c);
       }
-      row_sum[r] = row_sum[r] * correction + sum;
+      row_sum[r] = row_sum[r] * correction[r] + sum;
+    }
+    return correction;
+  }
+
+  template <class TensorO>
+  CUTE_DEVICE static void rescale(TensorO& o, cute::array<float, kRows> const& correction) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) {
       CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= correction;
+      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= correction[r];
     }
   }
 

@@ -1,0 +1,47 @@
+// Pingpong scheduling of the consumer warpgroups (FlashAttention-3, section 3.1): they
+// take turns issuing their GEMMs, so one warpgroup's softmax runs while the other's GEMMs
+// occupy the tensor cores. A turn passes round-robin through named barriers.
+#pragma once
+
+#include <cutlass/arch/barrier.h>
+
+#include "kernels/forward/config.h"
+
+namespace warpflash::kernels {
+
+// Named barrier IDs of the forward kernel (CUTLASS offsets them past its reserved IDs).
+enum class ForwardBarrier : uint32_t {
+  kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w
+};
+
+template <int kConsumerWarpgroups>
+struct PingpongScheduler {
+  // One warpgroup waits while the one before it arrives.
+  static constexpr uint32_t kThreads = 2 * cutlass::NumThreadsPerWarpGroup;
+  int consumer_warpgroup;
+
+  CUTE_DEVICE static uint32_t barrier_of(int warpgroup) {
+    return static_cast<uint32_t>(ForwardBarrier::kConsumerTurn0) + warpgroup;
+  }
+
+  // Gives the first turn to consumer warpgroup 0.
+  CUTE_DEVICE void start() const {
+    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+      if (consumer_warpgroup == kConsumerWarpgroups - 1) cutlass::arch::NamedBarrier::arrive(kThreads, barrier_of(0));
+    }
+  }
+
+  CUTE_DEVICE void wait_turn() const {
+    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+      cutlass::arch::NamedBarrier::sync(kThreads, barrier_of(consumer_warpgroup));
+    }
+  }
+
+  CUTE_DEVICE void pass_turn() const {
+    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+      cutlass::arch::NamedBarrier::arrive(kThreads, barrier_of((consumer_warpgroup + 1) % kConsumerWarpgroups));
+    }
+  }
+};
+
+}  // namespace warpflash::kernels
