@@ -28,6 +28,7 @@ import collections
 import contextlib
 import csv
 import datetime
+import logging
 import os
 import signal
 import subprocess
@@ -110,7 +111,8 @@ def cases(args):
 
 
 def one_line(error, limit=300):
-    text = " ".join(str(error).split()) or type(error).__name__
+    text = " ".join(str(error).split()).split(" Set TORCHDYNAMO_VERBOSE")[0]  # dynamo's advice
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -155,6 +157,9 @@ class Flex:
         compiled, gqa = self.compiled, case.heads_q != case.heads_kv
         fn = lambda: compiled(q, k, v, block_mask=block_mask, enable_gqa=gqa)  # noqa: E731
         start = time.perf_counter()
+        inductor_log = logging.getLogger("torch._inductor")
+        level = inductor_log.level
+        inductor_log.setLevel(logging.CRITICAL)  # a stopped compile logs whole kernels
         try:
             with deadline(self.timeout):
                 out = fn()
@@ -164,6 +169,8 @@ class Flex:
             torch._dynamo.reset()
             self.group = None
             raise Unavailable(self.given_up[group]) from None
+        finally:
+            inductor_log.setLevel(level)
         return fn, out.transpose(1, 2), f"first call (compile) {time.perf_counter() - start:.1f} s"
 
 
@@ -262,7 +269,7 @@ def measure(torch, args, failures):
                 with context:
                     ms = time_ms(torch, fn, args.warmup, args.iters)
             except Exception as error:  # Unavailable, or a failure while timing
-                note = f"n/a: {one_line(error)}"
+                note = f"n/a: {error if isinstance(error, Unavailable) else one_line(error)}"
                 if impl == "warpflash" or "DISAGREES" in note:
                     failures.append(f"{impl} {label}: {note}")
             tf = tflops(flops, ms) if ms is not None else None
@@ -281,8 +288,9 @@ def summary(rows, impls):
         key = tuple(row[c] for c in ("workload", "dtype", "head_dim", "causal", "seqlen", "batch",
                                      "heads_q", "heads_kv"))
         by_case.setdefault(key, {})[row["impl"]] = row["tflops"]
+    bar = " | " if peers else ""
     lines = [f"{'workload':<9} {'dtype':<5} {'hdim':>4} {'causal':>6} {'seqlen':>6} {'batch':>5} "
-             f"{'hq/hkv':>6} | " + " ".join(f"{TITLES[i]:>9}" for i in impls) + " | "
+             f"{'hq/hkv':>6} | " + " ".join(f"{TITLES[i]:>9}" for i in impls) + bar
              + " ".join(f"{'wf/' + TITLES[p]:>9}" for p in peers)]
     paper_ratios = {p: [] for p in peers}
     for key, tf in by_case.items():
@@ -293,7 +301,7 @@ def summary(rows, impls):
                 paper_ratios[p].append(r)
         lines.append(f"{workload:<9} {dtype:<5} {head_dim:>4} {causal:>6} {seqlen:>6} {batch:>5} "
                      f"{f'{hq}/{hkv}':>6} | " + " ".join(cell(tf.get(i), 9, 1) for i in impls)
-                     + " | " + " ".join(cell(r, 9, 3) for r in ratios))
+                     + bar + " ".join(cell(r, 9, 3) for r in ratios))
     for p in peers:
         g = geomean(paper_ratios[p])
         lines.append(f"geomean warpflash/{TITLES[p]} over the paper grid: "

@@ -4,7 +4,8 @@ head_dim 128, bf16, non-causal), where launch cost, not the kernel, sets the tim
 
 Time per call = wall time of N back-to-back calls on one stream, then one synchronize,
 divided by N (after warm-up), for: the C++ API (`warpflash_bench --latency`, which prints
-`latency_us_per_call <float>`), warpflash.flash_attn_func, and torch.ops.warpflash.forward.
+`latency_us_per_call <float>`), warpflash.flash_attn_func, and torch.ops.warpflash.forward
+(the dispatcher's operator); the median of --repeats measurements each.
 Exits non-zero when flash_attn_func is more than --max-ratio times slower than the C++ API.
 
     python3 bench/overhead.py --bench-binary build/bench/warpflash_bench
@@ -15,21 +16,29 @@ import subprocess
 import sys
 import time
 
+from bench_common import positive_int
+
 BATCH, SEQLEN, HEADS, HEAD_DIM = 1, 128, 8, 128
 
 
-def cpp_latency_us(binary, extra_args):
-    command = [binary, "--latency"] + shlex.split(extra_args)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as error:
-        sys.exit(f"error: running {' '.join(command)}: {error}")
-    for line in done.stdout.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == "latency_us_per_call" and done.returncode == 0:
-            return float(fields[1])
-    sys.exit(f"error: {' '.join(command)} exited with {done.returncode} and printed no "
-             f"'latency_us_per_call <float>' line\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}")
+def cpp_latency_us(binary, iters, warmup, repeats, extra_args):
+    """Median over `repeats` runs of `binary --latency`'s latency_us_per_call."""
+    command = [binary, "--latency", "--iters", str(iters), "--warmup", str(warmup)]
+    command += shlex.split(extra_args)
+    samples = []
+    for _ in range(repeats):
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as error:
+            sys.exit(f"error: running {' '.join(command)}: {error}")
+        values = [line.split()[1] for line in done.stdout.splitlines()
+                  if len(line.split()) == 2 and line.split()[0] == "latency_us_per_call"]
+        if done.returncode != 0 or not values:
+            sys.exit(f"error: {' '.join(command)} exited with {done.returncode} and printed no "
+                     f"'latency_us_per_call <float>' line\nstdout:\n{done.stdout}\n"
+                     f"stderr:\n{done.stderr}")
+        samples.append(float(values[-1]))
+    return sorted(samples)[len(samples) // 2]
 
 
 def python_latency_us(torch, fn, iters, warmup, repeats):
@@ -52,14 +61,17 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench-binary", default="build/bench/warpflash_bench")
     parser.add_argument("--bench-args", default="", help="extra arguments for the binary")
-    parser.add_argument("--iters", type=int, default=2000, help="calls per measurement")
-    parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=5, help="measurements; the median counts")
+    parser.add_argument("--iters", type=positive_int, default=2000,
+                        help="calls per measurement (passed to the binary too)")
+    parser.add_argument("--warmup", type=positive_int, default=200)
+    parser.add_argument("--repeats", type=positive_int, default=5,
+                        help="measurements (runs of the binary); the median counts")
     parser.add_argument("--max-ratio", type=float, default=1.5,
                         help="largest flash_attn_func / C++ time per call that passes")
     args = parser.parse_args(argv)
 
-    cpp = cpp_latency_us(args.bench_binary, args.bench_args)  # before this process uses the GPU
+    # The binary first, before this process holds the GPU.
+    cpp = cpp_latency_us(args.bench_binary, args.iters, args.warmup, args.repeats, args.bench_args)
     import torch
     import warpflash
 

@@ -41,6 +41,10 @@ struct ForwardArgs {
   // j <= i + seqlen_k - seqlen_q (as FlashAttention 2 and later).
   bool causal = false;
   cudaStream_t stream = nullptr;
+  // Asks the CUDA runtime whether q, k, v, o and lse are device memory (a host pointer
+  // would fault inside the kernel). Callers whose tensors are known to live on the GPU
+  // (framework bindings) may turn it off to save about a microsecond per call.
+  bool check_pointers = true;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

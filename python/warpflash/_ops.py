@@ -1,11 +1,8 @@
-"""The compiled operators (torch.ops.warpflash.*) and their shape functions for torch.compile."""
-import importlib.util
-
+"""The compiled functions: the operator torch.ops.warpflash.forward (with its shape function
+for torch.compile) and the eager fast path warpflash._C.forward, which skips the dispatcher."""
 import torch
 
-# The extension holds only TORCH_LIBRARY registrations (no Python module init): load it
-# as an operator library.
-torch.ops.load_library(importlib.util.find_spec("warpflash._C").origin)
+from warpflash import _C  # registers torch.ops.warpflash
 
 
 @torch.library.register_fake("warpflash::forward")
@@ -15,4 +12,8 @@ def _forward_fake(q, k, v, softmax_scale, causal):
     return out, lse
 
 
-forward = torch.ops.warpflash.forward
+def forward(q, k, v, softmax_scale, causal):
+    """(out, lse): the operator while torch.compile traces, the direct call in eager mode."""
+    if torch.compiler.is_compiling():
+        return torch.ops.warpflash.forward(q, k, v, softmax_scale, causal)
+    return _C.forward(q, k, v, softmax_scale, causal)

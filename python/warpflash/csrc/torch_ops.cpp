@@ -1,9 +1,12 @@
-// PyTorch operators over the C++ API: tensors in, tensors out, on the current CUDA stream.
-// Registered with TORCH_LIBRARY so torch.compile and CUDA graphs see ordinary ops; the
-// shape functions (fake implementations) live in Python (warpflash/_ops.py).
+// PyTorch bindings of the C++ API: tensors in, tensors out, on the current CUDA stream.
+// The same function is registered twice: as the operator torch.ops.warpflash.forward (seen
+// by torch.compile and CUDA graphs like any op; its shape function lives in
+// warpflash/_ops.py), and as the plain function warpflash._C.forward, the eager fast path
+// that skips the dispatcher's per-call cost.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/extension.h>
 #include <torch/library.h>
 
 #include "warpflash/warpflash.h"
@@ -21,27 +24,56 @@ void raise_if_error(const warpflash::Status& status) {
   TORCH_CHECK_VALUE(false, status.message());
 }
 
-warpflash::DType dtype_of(const at::Tensor& t) {
-  if (t.scalar_type() == at::kBFloat16) return warpflash::DType::kBFloat16;
-  if (t.scalar_type() == at::kHalf) return warpflash::DType::kFloat16;
-  TORCH_CHECK_TYPE(false, "warpflash: q has dtype ", t.scalar_type(), "; supported are torch.float16, torch.bfloat16");
+// Spelled as in Python, so messages read like the caller's code.
+std::string python_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "torch.float32";
+    case at::kDouble: return "torch.float64";
+    case at::kHalf: return "torch.float16";
+    case at::kBFloat16: return "torch.bfloat16";
+    default: return std::string("torch.") + c10::toString(type);
+  }
+}
+
+// What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
+void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  const std::pair<const char*, const at::Tensor*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}};
+  for (const auto& [name, t] : tensors) {
+    TORCH_CHECK_VALUE(t->dim() == 4, "warpflash: ", name, " must be 4-D (batch, seqlen, heads, head_dim), got shape ",
+                      t->sizes());
+    TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16, "warpflash: ", name,
+                     " has dtype ", python_dtype(t->scalar_type()), "; supported are torch.float16, torch.bfloat16");
+    TORCH_CHECK_VALUE(t->stride(3) == 1 || t->size(3) <= 1, "warpflash: ", name, ".stride(-1) = ", t->stride(3),
+                      "; the last dimension (head_dim) must be contiguous (call .contiguous())");
+  }
+  TORCH_CHECK_TYPE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
+                   "warpflash: q, k, v must share a dtype, got ", python_dtype(q.scalar_type()), ", ",
+                   python_dtype(k.scalar_type()), ", ", python_dtype(v.scalar_type()));
+  TORCH_CHECK_VALUE(k.sizes() == v.sizes(), "warpflash: k and v must have the same shape, got ", k.sizes(), " and ",
+                    v.sizes());
+  TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", q.sizes(), " and k ",
+                    k.sizes(), " must agree in batch and head_dim");
+  TORCH_CHECK_VALUE(k.size(2) > 0 && q.size(2) % k.size(2) == 0, "warpflash: q heads (", q.size(2),
+                    ") must be a multiple of k/v heads (", k.size(2), ")");
+  for (const auto& [name, t] : tensors) {
+    TORCH_CHECK_VALUE(t->is_cuda(), "warpflash: ", name, " is on ", t->device(),
+                      "; warpflash runs on CUDA (Hopper) tensors");
+  }
+  TORCH_CHECK_VALUE(q.device() == k.device() && q.device() == v.device(),
+                    "warpflash: q, k, v must be on one device, got ", q.device(), ", ", k.device(), ", ", v.device());
 }
 
 // q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim).
-// Returns out (contiguous, like q) and lse (batch, heads_q, seqlen_q) fp32.
+// Returns out (contiguous, shaped like q) and lse (batch, heads_q, seqlen_q) in fp32.
 std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                            double softmax_scale, bool causal) {
-  for (const auto* t : {&q, &k, &v}) {
-    TORCH_CHECK_VALUE(t->dim() == 4, "warpflash: expected 4-D (batch, seqlen, heads, head_dim) tensors, got ",
-                      t->sizes());
-    TORCH_CHECK_VALUE(t->is_cuda(), "warpflash: tensors must be on a CUDA device, got ", t->device());
-  }
+  check_tensors(q, k, v);
   c10::cuda::CUDAGuard device_guard(q.device());
   at::Tensor out = at::empty(q.sizes(), q.options());
   at::Tensor lse = at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
 
   warpflash::ForwardArgs args;
-  args.dtype = dtype_of(q);
+  args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
   args.shape = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
   args.q = view_of(q);
   args.k = view_of(k);
@@ -51,6 +83,7 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor
   args.softmax_scale = static_cast<float>(softmax_scale);
   args.causal = causal;
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
+  args.check_pointers = false;  // CUDA tensors, checked above
   raise_if_error(warpflash::forward(args));
   return {out, lse};
 }
@@ -62,3 +95,7 @@ TORCH_LIBRARY(warpflash, m) {
 }
 
 TORCH_LIBRARY_IMPL(warpflash, CUDA, m) { m.impl("forward", &forward); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &forward, "Attention forward: (q, k, v, softmax_scale, causal) -> (out, lse)");
+}

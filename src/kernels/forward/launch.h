@@ -1,6 +1,7 @@
 // Host side of the forward kernel: TMA descriptors, parameters, launch.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -63,10 +64,19 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   };
 
   auto kernel = forward_kernel<Traits>;
-  Status status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  Traits::kSharedMemoryBytes),
-                             "cudaFuncSetAttribute(forward_kernel)");
+  // The shared-memory opt-in is a per-device attribute of the kernel: set it once per device.
+  static std::atomic<uint64_t> configured_devices{0};
+  int device = 0;
+  Status status = check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
+  uint64_t device_bit = device < 64 ? uint64_t(1) << device : 0;
+  if (!(configured_devices.load(std::memory_order_relaxed) & device_bit)) {
+    status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             Traits::kSharedMemoryBytes),
+                        "cudaFuncSetAttribute(forward_kernel)");
+    if (!status.ok()) return status;
+    configured_devices.fetch_or(device_bit, std::memory_order_relaxed);
+  }
   dim3 grid(static_cast<unsigned>(params.scheduler.num_tiles()));
   kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
   return check_cuda(cudaGetLastError(), "forward_kernel launch");
