@@ -33,6 +33,9 @@ const Shape kShapes[] = {
     {2, 113, 203, 4, 1, false},    {1, 203, 113, 8, 2, false},   {7, 64, 300, 16, 2, false},
     {1, 1, 1000, 4, 4, false},     {1, 1000, 17, 2, 2, false},   {2, 129, 257, 16, 2, true},
     {1, 300, 300, 4, 4, true},
+    // More tiles than SMs, so each persistent CTA runs several; with causal and
+    // seqlen_q > seqlen_k, tiles that see no key mixed with tiles that do.
+    {3, 600, 700, 16, 4, false},   {2, 900, 300, 16, 2, false},
 };
 
 using Param = std::tuple<DType, int, bool, Shape>;

@@ -12,7 +12,8 @@ pytestmark = requires_hopper
 
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv)
 SHAPES = [(1, 1, 1, 1, 1), (2, 17, 17, 4, 4), (1, 127, 129, 2, 2), (1, 1000, 1000, 4, 1), (1, 4097, 4097, 2, 2),
-          (2, 113, 203, 8, 1), (1, 203, 113, 8, 2), (7, 64, 300, 16, 2), (1, 1, 1000, 4, 4)]
+          (2, 113, 203, 8, 1), (1, 203, 113, 8, 2), (7, 64, 300, 16, 2), (1, 1, 1000, 4, 4),
+          (4, 1000, 1000, 8, 2), (2, 900, 300, 16, 2)]  # more tiles than SMs (persistent CTAs)
 
 
 def attention_reference(q, k, v, scale, causal, dtype=torch.float64):

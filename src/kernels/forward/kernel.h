@@ -1,6 +1,6 @@
-// The forward kernel: warp roles, register budgets and shared memory for one Q tile.
-// Warpgroup 0 produces (one thread issues TMA loads into the K/V ring); the other
-// warpgroups consume (WGMMA, softmax, epilogue).
+// The forward kernel: warp roles, register budgets, shared memory and the persistent
+// loop over tiles. Warpgroup 0 produces (one thread issues TMA loads of Q and into the
+// K/V ring); the other warpgroups consume (WGMMA, softmax, epilogue).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q, 1);
+    cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full, 1);
+    cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty, Traits::kConsumerThreads);
   }
   typename PipelineKV::Params pipeline_params;
   pipeline_params.transaction_bytes = Traits::kBytesKV;
@@ -39,25 +40,50 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   PipelineKV pipeline_v(storage.pipeline_v, pipeline_params, Shape<_1, _1, _1>{});
   __syncthreads();
 
-  TileCoord tile = params.scheduler.tile(blockIdx.x);
-  int n_block_end = params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+  // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
+  // and K/V while the consumers finish the current one and write it out.
+  ForwardTileScheduler const& scheduler = params.scheduler;
+  int64_t const num_tiles = scheduler.num_tiles();
+  auto n_block_end_of = [&](TileCoord tile) {
+    return params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+  };
 
   if (is_producer) {
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
-    if (threadIdx.x == 0) Mainloop::load(params, storage, pipeline_k, pipeline_v, tile, n_block_end);
+    if (threadIdx.x != 0) return;
+    auto write = cutlass::make_producer_start_state<PipelineKV>();
+    int tiles_loaded = 0;
+    for (int64_t t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+      TileCoord tile = scheduler.tile(t);
+      int n_block_end = n_block_end_of(tile);
+      if (n_block_end == 0) continue;
+      Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, tiles_loaded++);
+    }
   } else {
     cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
     int consumer_tid = threadIdx.x - cutlass::NumThreadsPerWarpGroup;
-    typename Traits::TiledMmaPV mma_pv;
-    Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
-    clear(acc_o);
-    constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
-    OnlineSoftmax<kRows> softmax(params.scale_log2);
-    Mainloop::mma(params, storage, pipeline_k, pipeline_v, tile, n_block_end, consumer_tid, acc_o, softmax);
-    float lse[kRows];
-    Tensor acc_o_rc = rowcol_view(acc_o);
-    softmax.finalize(acc_o_rc, lse);
-    ForwardEpilogue<Traits>::store(params, tile, consumer_tid, acc_o, lse);
+    PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
+    pingpong.start();
+    typename PipelineKV::PipelineState read_k, read_v;
+    int tiles_done = 0;
+    for (int64_t t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+      TileCoord tile = scheduler.tile(t);
+      int n_block_end = n_block_end_of(tile);
+      typename Traits::TiledMmaPV mma_pv;
+      Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      clear(acc_o);
+      constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
+      OnlineSoftmax<kRows> softmax(params.scale_log2);
+      // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
+      if (n_block_end > 0) {
+        Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
+                      tiles_done++, consumer_tid, acc_o, softmax);
+      }
+      float lse[kRows];
+      Tensor acc_o_rc = rowcol_view(acc_o);
+      softmax.finalize(acc_o_rc, lse);
+      ForwardEpilogue<Traits>::store(params, tile, consumer_tid, acc_o, lse);
+    }
   }
 }
 

@@ -77,7 +77,16 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     configured_devices.fetch_or(device_bit, std::memory_order_relaxed);
   }
-  dim3 grid(static_cast<unsigned>(params.scheduler.num_tiles()));
+  // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory), or fewer tiles.
+  static std::atomic<int> sm_count_of_device[64] = {};
+  int sm_count = device < 64 ? sm_count_of_device[device].load(std::memory_order_relaxed) : 0;
+  if (sm_count == 0) {
+    status = check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
+                        "cudaDeviceGetAttribute(multiprocessor count)");
+    if (!status.ok()) return status;
+    if (device < 64) sm_count_of_device[device].store(sm_count, std::memory_order_relaxed);
+  }
+  dim3 grid(static_cast<unsigned>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count)));
   kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
   return check_cuda(cudaGetLastError(), "forward_kernel launch");
 }

@@ -26,10 +26,11 @@ struct ForwardMainloop {
   using PipelineState = typename PipelineKV::PipelineState;
   using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
 
-  // Issued by one thread of the producer warpgroup.
+  // Issued by one thread of the producer warpgroup, for each tile with work. `tiles_loaded`
+  // counts the earlier ones: it gives the phases of the Q barriers.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, TileCoord tile, int n_block_end) {
-    if (n_block_end == 0) return;
+                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
+                               int tiles_loaded) {
     Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
@@ -56,10 +57,10 @@ struct ForwardMainloop {
 
     // Partial tiles at either end are filled with zeros by TMA and still count in full
     // towards the barrier's transaction bytes.
-    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q, Traits::kBytesQ);
-    copy(params.tma_q.with(storage.barrier_q), tQgQ, tQsQ);
+    if (tiles_loaded > 0) cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty, (tiles_loaded - 1) & 1);
+    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full, Traits::kBytesQ);
+    copy(params.tma_q.with(storage.barrier_q_full), tQgQ, tQsQ);
 
-    PipelineState write = cutlass::make_producer_start_state<PipelineKV>();
     for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
       pipeline_k.producer_acquire(write);
       copy(params.tma_k.with(*pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
@@ -71,13 +72,14 @@ struct ForwardMainloop {
     }
   }
 
-  // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)). Leaves the
-  // unnormalized O in acc_o; the caller finalizes the softmax.
-  template <class AccO, class Softmax>
+  // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
+  // with work; `tiles_done` counts the earlier ones. Leaves the unnormalized O in acc_o;
+  // the caller finalizes the softmax.
+  template <class AccO, class Softmax, class Pingpong>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                              PipelineKV& pipeline_v, TileCoord tile, int n_block_end, int consumer_tid,
-                              AccO& acc_o, Softmax& softmax) {
-    if (n_block_end == 0) return;
+                              PipelineKV& pipeline_v, PipelineState& read_k, PipelineState& read_v,
+                              Pingpong const& pingpong, TileCoord tile, int n_block_end, int tiles_done,
+                              int consumer_tid, AccO& acc_o, Softmax& softmax) {
     Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
@@ -117,10 +119,11 @@ struct ForwardMainloop {
       for (int i = 0; i < size(p); ++i) tOrP(i) = p(i);
     };
 
-    PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
-    pingpong.start();
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q, 0);
-    PipelineState read_k, read_v;
+    // Once the last S of the tile is computed the producer may load the next tile's Q.
+    auto release_q_after = [&](int n_block) {
+      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty);
+    };
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full, tiles_done & 1);
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = n_block_end - 1;
@@ -132,6 +135,7 @@ struct ForwardMainloop {
     warpgroup_fence_operand(acc_s);
     pipeline_k.consumer_release(read_k);
     ++read_k;
+    release_q_after(n_block);
     mask_block(n_block);
     softmax.update(acc_s_rc);
     store_p();
@@ -152,6 +156,7 @@ struct ForwardMainloop {
       warpgroup_fence_operand(acc_s);
       pipeline_k.consumer_release(read_k);
       ++read_k;
+      release_q_after(n_block);
       mask_block(n_block);
       auto correction = softmax.update(acc_s_rc);
       warpgroup_wait<0>();

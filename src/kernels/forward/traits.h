@@ -63,7 +63,10 @@ struct ForwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
-    alignas(16) uint64_t barrier_q;
+    // The persistent kernel reuses the Q tile: full when loaded, empty when every consumer
+    // has issued its last S = Q K^T of the tile.
+    alignas(16) uint64_t barrier_q_full;
+    uint64_t barrier_q_empty;
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
   };
