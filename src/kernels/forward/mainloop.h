@@ -174,6 +174,7 @@ struct ForwardMainloop {
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_o);
     pipeline_v.consumer_release(read_v);
+    ++read_v;  // the pipeline states carry over to the CTA's next tile
   }
 };
 
