@@ -35,12 +35,19 @@ std::string python_dtype(at::ScalarType type) {
   }
 }
 
+// A shape as Python prints it: (2, 64, 8).
+std::string python_shape(const at::Tensor& t) {
+  std::string text = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  return text + (t.dim() == 1 ? ",)" : ")");
+}
+
 // What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
 void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   const std::pair<const char*, const at::Tensor*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}};
   for (const auto& [name, t] : tensors) {
     TORCH_CHECK_VALUE(t->dim() == 4, "warpflash: ", name, " must be 4-D (batch, seqlen, heads, head_dim), got shape ",
-                      t->sizes());
+                      python_shape(*t));
     TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16, "warpflash: ", name,
                      " has dtype ", python_dtype(t->scalar_type()), "; supported are torch.float16, torch.bfloat16");
     TORCH_CHECK_VALUE(t->stride(3) == 1 || t->size(3) <= 1, "warpflash: ", name, ".stride(-1) = ", t->stride(3),
@@ -49,10 +56,10 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   TORCH_CHECK_TYPE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
                    "warpflash: q, k, v must share a dtype, got ", python_dtype(q.scalar_type()), ", ",
                    python_dtype(k.scalar_type()), ", ", python_dtype(v.scalar_type()));
-  TORCH_CHECK_VALUE(k.sizes() == v.sizes(), "warpflash: k and v must have the same shape, got ", k.sizes(), " and ",
-                    v.sizes());
-  TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", q.sizes(), " and k ",
-                    k.sizes(), " must agree in batch and head_dim");
+  TORCH_CHECK_VALUE(k.sizes() == v.sizes(), "warpflash: k and v must have the same shape, got ", python_shape(k), " and ",
+                    python_shape(v));
+  TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
+                    python_shape(k), " must agree in batch and head_dim");
   TORCH_CHECK_VALUE(k.size(2) > 0 && q.size(2) % k.size(2) == 0, "warpflash: q heads (", q.size(2),
                     ") must be a multiple of k/v heads (", k.size(2), ")");
   for (const auto& [name, t] : tensors) {
