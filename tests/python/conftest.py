@@ -17,3 +17,8 @@ requires_hopper = pytest.mark.skipif(_REASON is not None, reason=f"GPU test skip
 
 def pytest_report_header(config):
     return f"warpflash GPU tests: {'run on ' + torch.cuda.get_device_name() if _REASON is None else 'SKIPPED (' + _REASON + ')'}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _REASON is not None:
+        terminalreporter.write_line(f"warpflash GPU tests SKIPPED: {_REASON}", yellow=True)

@@ -77,11 +77,10 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     configured_devices.fetch_or(device_bit, std::memory_order_relaxed);
   }
-  // Non-causal: a persistent grid, one CTA per SM (a CTA fills an SM's shared memory),
-  // striding over tiles of equal length. Causal tiles differ in length and a static stride
-  // leaves some SMs with twice the work (measured: d=128 causal 16k fell from 0.9x to 0.7x
-  // cuDNN), so causal launches one CTA per tile, longest first, and lets the hardware
-  // balance them, until the scheduler hands out tiles dynamically.
+  // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory), striding over the
+  // tiles. Causal tiles differ in length, and this static stride leaves some SMs with
+  // twice the work of others (d=128 causal 16k: 0.69x cuDNN, against ~1.0x with one CTA
+  // per tile); a dynamic scheduler is the pipeline issue's next step (docs/perf-notes.md).
   static std::atomic<int> sm_count_of_device[64] = {};
   int sm_count = device < 64 ? sm_count_of_device[device].load(std::memory_order_relaxed) : 0;
   if (sm_count == 0) {
@@ -90,8 +89,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     if (device < 64) sm_count_of_device[device].store(sm_count, std::memory_order_relaxed);
   }
-  int64_t num_tiles = params.scheduler.num_tiles();
-  dim3 grid(static_cast<unsigned>(args.causal ? num_tiles : std::min<int64_t>(num_tiles, sm_count)));
+  dim3 grid(static_cast<unsigned>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count)));
   kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
   return check_cuda(cudaGetLastError(), "forward_kernel launch");
 }
