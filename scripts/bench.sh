@@ -5,7 +5,7 @@
 #   ./scripts/bench.sh --head-dims 128 --seqlens 8192
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh >/dev/null
+./scripts/build.sh -DWARPFLASH_BUILD_TESTS=OFF -DWARPFLASH_BUILD_BENCH=ON
 results=${RESULTS:-bench-results}
 mkdir -p "$results"
 build/bench/warpflash_bench --csv "$results/warpflash.csv" "$@"

@@ -35,7 +35,10 @@ command -v ccache >/dev/null || missing+=(ccache)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     echo "setup: apt-get install ${missing[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # Not fatal: ccache is optional and GoogleTest only matters for the tests; CMake says
+    # clearly what a build still lacks.
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) ||
+      echo "setup: apt-get failed; continuing without: ${missing[*]}" >&2
   else
     echo "setup: please install: ${missing[*]} (ccache is optional; GoogleTest is needed for the tests)" >&2
   fi

@@ -4,7 +4,7 @@
 # the references.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh "$@"
+./scripts/build.sh -DWARPFLASH_BUILD_TESTS=ON "$@"
 ctest --test-dir build --output-on-failure --parallel "$(nproc)"
 
 # The Python package, built against the installed PyTorch from the kernels just built.
