@@ -5,11 +5,11 @@
 #   tested; the wrapper-overhead check; and the side-by-side Python benchmark over the
 #   paper grid and Llama shapes, with plots. Everything is packed into $OUT/results.tgz
 #   (the device tool brings back only a few files).
-set -uo pipefail
+set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 results=$(mktemp -d)
-BENCH_ARGS="--dtypes bf16 --head-dims 128 --seqlens 8192" scripts/gpu_check.sh build "$results" > "$results/check.log" 2>&1
+TEST_TIMEOUT=150 BENCH_TIMEOUT=90 BENCH_ARGS="--dtypes bf16 --head-dims 128 --seqlens 8192" scripts/gpu_check.sh build "$results" > "$results/check.log" 2>&1
 echo "gpu_check rc=$?"
 grep -E "PASSED|FAILED|HGMMA" "$results/check.log" | head -20
 [ $# -gt 0 ] && scripts/ablation.sh build "$@" > "$results/ablation.log" 2>&1
