@@ -139,3 +139,10 @@ def test_bad_softmax_scale():
     q, k, v = random_qkv((1, 64, 64, 2, 2), 128, torch.bfloat16)
     with pytest.raises(ValueError, match="softmax_scale"):
         flash_attn_func(q, k, v, softmax_scale=float("nan"))
+
+
+def test_opcheck():
+    """PyTorch's own consistency checks of a custom op: schema, fake (meta) function
+    against the real kernel, dispatcher registration."""
+    q, k, v = random_qkv((2, 200, 300, 8, 2), 128, torch.bfloat16)
+    torch.library.opcheck(torch.ops.warpflash.forward, (q, k, v, 0.1, True))

@@ -1,0 +1,16 @@
+"""The operator's shape function (what torch.compile traces with), checked on meta tensors:
+no GPU needed."""
+import pytest
+import torch
+
+import warpflash  # noqa: F401  (registers torch.ops.warpflash)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape_q,shape_kv", [((2, 100, 8, 128), (2, 300, 2, 128)), ((1, 1, 4, 64), (1, 7, 4, 64))])
+def test_fake_forward_shapes(shape_q, shape_kv, dtype):
+    q = torch.empty(shape_q, device="meta", dtype=dtype)
+    k = torch.empty(shape_kv, device="meta", dtype=dtype)
+    out, lse = torch.ops.warpflash.forward(q, k, k, 0.1, True)
+    assert out.shape == q.shape and out.dtype == dtype and out.device.type == "meta"
+    assert lse.shape == (shape_q[0], shape_q[2], shape_q[1]) and lse.dtype == torch.float32
