@@ -5,6 +5,7 @@ Nothing here imports torch at module level, so the scripts' --help works without
 the functions that need torch take the module as an argument.
 """
 import argparse
+import csv
 import math
 import warnings
 
@@ -119,3 +120,20 @@ def cell(value, width, decimals):
 
 def ratio(a, b):
     return a / b if a is not None and b is not None else None
+
+
+def collect_rows(rows, out, columns, to_csv):
+    """Lists `rows` as they are measured, writing each to the open CSV file `out` (if any)
+    at once, so what was measured survives a later crash; closes `out`."""
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore") if out else None
+    if writer:
+        writer.writeheader()
+    collected = []
+    for row in rows:
+        collected.append(row)
+        if writer:
+            writer.writerow(to_csv(row))
+            out.flush()
+    if out:
+        out.close()
+    return collected

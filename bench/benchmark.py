@@ -26,7 +26,6 @@ takes longer than --flex-compile-timeout gives up on Flex for that group (n/a, w
 import argparse
 import collections
 import contextlib
-import csv
 import datetime
 import logging
 import os
@@ -35,7 +34,7 @@ import subprocess
 import sys
 import time
 
-from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell,
+from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell, collect_rows,
                           dtype_list, geomean, int_list, positive_int, ratio, sdpa_backend,
                           tflops, time_ms, torch_dtype)
 
@@ -343,17 +342,8 @@ def main(argv=None):
     if not torch.cuda.is_available():
         sys.exit("error: no CUDA device visible to PyTorch")
     print(header(torch), flush=True)
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore") if out else None
-    if writer:
-        writer.writeheader()
-    rows, failures = [], []
-    for row in measure(torch, args, failures):
-        rows.append(row)
-        if writer:
-            writer.writerow(csv_row(row))
-            out.flush()  # keep what was measured should a later config crash
-    if out:
-        out.close()
+    failures = []
+    rows = collect_rows(measure(torch, args, failures), out, CSV_COLUMNS, csv_row)
     print()
     print("\n".join(summary(rows, args.impls)))
     if args.plot_dir:

@@ -19,7 +19,7 @@ import csv
 import itertools
 import sys
 
-from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell,
+from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell, collect_rows,
                           dtype_list, geomean, int_list, number_or_none, positive_int, ratio,
                           tflops, time_ms)
 
@@ -140,17 +140,7 @@ def main(argv=None):
         out = open(args.csv, "w", newline="") if args.csv else None
     except (OSError, ValueError) as error:
         sys.exit(f"error: {error}")
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS) if out else None
-    if writer:
-        writer.writeheader()
-    rows = []
-    for row in measure(args):
-        rows.append(row)
-        if writer:
-            writer.writerow(csv_row(row))
-            out.flush()  # keep what was measured should a later config crash
-    if out:
-        out.close()
+    rows = collect_rows(measure(args), out, CSV_COLUMNS, csv_row)
     if warpflash is not None:
         print()
         print("\n".join(combined_table(warpflash, rows)))
