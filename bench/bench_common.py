@@ -28,12 +28,15 @@ def int_list(text):
     return [positive_int(x) for x in text.split(",")]
 
 
-def dtype_list(text):
-    names = text.split(",")
-    for name in names:
-        if name not in DTYPE_NAMES:
-            raise argparse.ArgumentTypeError(f"dtype '{name}' is not one of {', '.join(DTYPE_NAMES)}")
-    return names
+def name_list(choices, what="value"):
+    """An argparse type: a comma-separated list of names, each one of `choices`."""
+    def parse(text):
+        names = text.split(",")
+        for name in names:
+            if name not in choices:
+                raise argparse.ArgumentTypeError(f"{what} '{name}' is not one of {', '.join(choices)}")
+        return names
+    return parse
 
 
 def torch_dtype(torch, name):
@@ -137,3 +140,6 @@ def collect_rows(rows, out, columns, to_csv):
     if out:
         out.close()
     return collected
+
+
+dtype_list = name_list(DTYPE_NAMES, "dtype")

@@ -35,6 +35,7 @@ import sys
 import time
 
 from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell, collect_rows,
+                          name_list,
                           dtype_list, geomean, int_list, positive_int, ratio, sdpa_backend,
                           tflops, time_ms, torch_dtype)
 
@@ -54,22 +55,14 @@ class Unavailable(Exception):
     """An implementation cannot run a case; the message says why."""
 
 
-def name_list(choices):
-    def parse(text):
-        names = text.split(",")
-        for name in names:
-            if name not in choices:
-                raise argparse.ArgumentTypeError(f"'{name}' is not one of {', '.join(choices)}")
-        return names
-    return parse
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--impls", type=name_list(IMPLS), default=list(IMPLS),
+    p.add_argument("--impls", type=name_list(IMPLS, "implementation"), default=list(IMPLS),
                    help="default " + ",".join(IMPLS))
-    p.add_argument("--workloads", type=name_list(WORKLOADS), default=list(WORKLOADS),
+    p.add_argument("--workloads", type=name_list(WORKLOADS, "workload"), default=list(WORKLOADS),
                    help="default " + ",".join(WORKLOADS))
     p.add_argument("--dtypes", type=dtype_list, default=["bf16", "fp16"], help="default bf16,fp16")
     p.add_argument("--head-dims", type=int_list, default=[64, 128, 256],
