@@ -35,8 +35,7 @@ import sys
 import time
 
 from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell, collect_rows,
-                          name_list,
-                          dtype_list, geomean, int_list, positive_int, ratio, sdpa_backend,
+                          dtype_list, geomean, int_list, name_list, positive_int, ratio, sdpa_backend,
                           tflops, time_ms, torch_dtype)
 
 IMPLS = ("warpflash", "cudnn", "fa2", "flex")
