@@ -1,27 +1,52 @@
 #!/usr/bin/env bash
 # One device call of a development round (kept in the repo so runs are reproducible):
-#   GPU tests, SASS check and a C++ benchmark point with its cuDNN/FA2 comparison
-#   (gpu_check.sh); the ablation builds given as arguments; the Python package built and
-#   tested; the wrapper-overhead check; and the side-by-side Python benchmark over the
-#   paper grid and Llama shapes, with plots. Everything is packed into $OUT/results.tgz
-#   (the device tool brings back only a few files).
+#   scripts/device_round.sh BUILD [EXPERIMENT_BUILD...]
+# Steps (ROUND_STEPS, default all): check = GPU tests, SASS and the C++ benchmark with its
+# cuDNN/FA2 comparison (gpu_check.sh) on BUILD; experiments = the GPU tests of BUILD and
+# of each experiment build (ablation, tiles), then their timing next to BUILD
+# (compare_builds.sh, COMPARE_ARGS picks the points); python = the package built on BUILD's library, pytest
+# and the wrapper overhead; benchmark = the side-by-side Python benchmark with plots.
+# Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
+build=${1:?usage: scripts/device_round.sh BUILD [EXPERIMENT_BUILD...]}
+shift
+steps=${ROUND_STEPS:-check experiments python benchmark}
 results=$(mktemp -d)
-TEST_TIMEOUT=150 BENCH_TIMEOUT=90 BENCH_ARGS="--dtypes bf16 --head-dims 128 --seqlens 8192" scripts/gpu_check.sh build "$results" > "$results/check.log" 2>&1
-echo "gpu_check rc=$?"
-grep -E "PASSED|FAILED|HGMMA" "$results/check.log" | head -20
-[ $# -gt 0 ] && scripts/ablation.sh build "$@" > "$results/ablation.log" 2>&1
-if python3 -c "import torch" 2>/dev/null; then
-  WARPFLASH_PREBUILT_LIB=build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
+pack() { tar czf "${OUT:-.}/results.tgz" -C "$results" .; }
+trap pack EXIT
+has() { [[ " $steps " == *" $1 "* ]]; }
+
+if has check; then
+  TEST_TIMEOUT=${TEST_TIMEOUT:-150} BENCH_TIMEOUT=${BENCH_TIMEOUT:-240} scripts/gpu_check.sh "$build" "$results" \
+    > "$results/check.log" 2>&1
+  echo "gpu_check rc=$?"
+  grep -E "PASSED|FAILED|HGMMA|geomean" "$results/check.log" | head -20
+fi
+if has experiments; then
+  for dir in "$build" "$@"; do
+    timeout 90 "$dir/tests/warpflash_gpu_tests" --gtest_brief=1 > "$results/tests-${dir//\//_}.log" 2>&1
+    echo "$dir GPU tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$results/tests-${dir//\//_}.log" | head -2 | tr '\n' ' ')"
+  done
+  if [ $# -gt 0 ]; then
+    BENCH_ARGS=${COMPARE_ARGS:-} scripts/compare_builds.sh "$build" "$@" > "$results/compare_builds.log" 2>&1
+    cat "$results/compare_builds.log"
+  fi
+fi
+if has python && python3 -c "import torch" 2>/dev/null; then
+  WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
     > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
-  (cd tests/python && timeout 400 python3 -m pytest -q . > "$results/pytest.log" 2>&1)
-  echo "pytest rc=$?"; tail -n 6 "$results/pytest.log"
+  (cd tests/python && timeout 300 python3 -m pytest -q -ra . > "$results/pytest.log" 2>&1)
+  rc=$?; echo "pytest rc=$rc"; tail -n 8 "$results/pytest.log"
+  if [ $rc -ge 2 ] && command -v gdb >/dev/null; then  # a crash: where
+    (cd tests/python && timeout 60 gdb -batch -ex run -ex bt --args python3 -m pytest -x -q . > "$results/gdb.log" 2>&1)
+    grep -A25 "signal SIG" "$results/gdb.log" | head -40
+  fi
   timeout 120 python3 bench/overhead.py > "$results/overhead.log" 2>&1; echo "overhead rc=$?"; tail -n 5 "$results/overhead.log"
-  timeout 420 python3 bench/benchmark.py --csv "$results/benchmark.csv" --plot-dir "$results" \
+fi
+if has benchmark && python3 -c "import warpflash" 2>/dev/null; then
+  timeout ${BENCHMARK_TIMEOUT:-420} python3 bench/benchmark.py --csv "$results/benchmark.csv" --plot-dir "$results" \
     --title "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)" > "$results/benchmark.log" 2>&1
   echo "benchmark rc=$?"; grep -E "geomean|^llama" "$results/benchmark.log"
 fi
-[ -f "$results/ablation.log" ] && cat "$results/ablation.log"
-tar czf "${OUT:-.}/results.tgz" -C "$results" .

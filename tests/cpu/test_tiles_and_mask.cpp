@@ -1,7 +1,9 @@
 // Index arithmetic of the forward kernel, checked on the CPU: which tiles exist, which
 // keys each row sees, which K/V blocks a tile visits and which of them need masking.
+#include <algorithm>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -13,25 +15,66 @@
 namespace warpflash::kernels {
 namespace {
 
-TEST(TileScheduler, CoversEveryTileExactlyOnce) {
-  for (bool longest_first : {false, true}) {
-    ForwardTileScheduler scheduler{ForwardTileScheduler::m_blocks_for(1000, 128), 3, 2, longest_first};
-    EXPECT_EQ(scheduler.num_m_blocks, 8);
-    std::set<std::tuple<int, int, int>> seen;
-    for (int64_t i = 0; i < scheduler.num_tiles(); ++i) {
-      TileCoord t = scheduler.tile(i);
-      EXPECT_TRUE(t.m_block >= 0 && t.m_block < 8 && t.head >= 0 && t.head < 3 && t.batch >= 0 && t.batch < 2);
-      seen.insert({t.m_block, t.head, t.batch});
+// Runs the kernel's persistent loop on the CPU: the tiles each CTA of `ctas` computes.
+std::vector<std::vector<TileCoord>> tiles_per_cta(ForwardTileScheduler const& scheduler, int ctas) {
+  std::vector<std::vector<TileCoord>> tiles(ctas);
+  for (int cta = 0; cta < ctas; ++cta) {
+    for (int64_t round = 0;; ++round) {
+      int64_t index = scheduler.tile_index(cta, ctas, round);
+      if (index >= scheduler.num_tiles()) break;
+      tiles[cta].push_back(scheduler.tile(index));
     }
-    EXPECT_EQ(seen.size(), 8u * 3 * 2);
+  }
+  return tiles;
+}
+
+TEST(TileScheduler, CoversEveryTileExactlyOnce) {
+  for (bool causal : {false, true}) {
+    for (int ctas : {1, 5, 47, 48, 132, 500}) {
+      ForwardTileScheduler scheduler{ForwardTileScheduler::m_blocks_for(1000, 128), 3, 2, causal};
+      EXPECT_EQ(scheduler.num_m_blocks, 8);
+      std::set<std::tuple<int, int, int>> seen;
+      size_t count = 0;
+      for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
+        for (TileCoord t : tiles) {
+          EXPECT_TRUE(t.m_block >= 0 && t.m_block < 8 && t.head >= 0 && t.head < 3 && t.batch >= 0 && t.batch < 2);
+          seen.insert({t.m_block, t.head, t.batch});
+          ++count;
+        }
+      }
+      EXPECT_EQ(seen.size(), 8u * 3 * 2) << "causal " << causal << ", ctas " << ctas;
+      EXPECT_EQ(count, seen.size()) << "causal " << causal << ", ctas " << ctas;
+    }
   }
 }
 
-TEST(TileScheduler, CausalStartsWithTheLongestTiles) {
+TEST(TileScheduler, CausalDealsLongestFirstLikeASnake) {
   ForwardTileScheduler scheduler{4, 2, 1, true};
   EXPECT_EQ(scheduler.tile(0).m_block, 3);
-  EXPECT_EQ(scheduler.tile(3).m_block, 0);
-  EXPECT_EQ(scheduler.tile(4).head, 1);
+  EXPECT_EQ(scheduler.tile(1).m_block, 3);
+  EXPECT_EQ(scheduler.tile(1).head, 1);
+  EXPECT_EQ(scheduler.tile(7).m_block, 0);
+  // Three CTAs: round 0 takes indices 0 1 2, round 1 takes 5 4 3.
+  EXPECT_EQ(scheduler.tile_index(0, 3, 1), 5);
+  EXPECT_EQ(scheduler.tile_index(2, 3, 1), 3);
+  EXPECT_EQ(scheduler.tile_index(1, 3, 2), 7);
+}
+
+// A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
+// CTA bounds the kernel's time. Paper-grid shapes on an H200's 132 SMs.
+TEST(TileScheduler, CausalWorkIsBalanced) {
+  struct Problem { int m_blocks, heads_batch; };
+  for (Problem p : {Problem{128, 16}, Problem{64, 32}, Problem{128, 8}, Problem{16, 128}, Problem{4, 1024}}) {
+    ForwardTileScheduler scheduler{p.m_blocks, p.heads_batch, 1, true};
+    double total = 0, busiest = 0;
+    for (auto const& tiles : tiles_per_cta(scheduler, 132)) {
+      double work = 0;
+      for (TileCoord t : tiles) work += t.m_block + 1 + 0.5;
+      total += work;
+      busiest = std::max(busiest, work);
+    }
+    EXPECT_LE(busiest, 1.05 * total / 132) << p.m_blocks << " m-blocks x " << p.heads_batch;
+  }
 }
 
 TEST(TileScheduler, MBlockCount) {

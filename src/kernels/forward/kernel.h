@@ -28,8 +28,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full, 1);
-    cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty, Traits::kConsumerThreads);
+    for (int stage = 0; stage < Traits::kStagesQ; ++stage) {
+      cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full[stage], 1);
+      cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty[stage], Traits::kConsumerThreads);
+    }
   }
   typename PipelineKV::Params pipeline_params;
   pipeline_params.transaction_bytes = Traits::kBytesKV;
@@ -53,8 +55,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
     int tiles_loaded = 0;
-    for (int64_t t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-      TileCoord tile = scheduler.tile(t);
+    for (int64_t round = 0;; ++round) {
+      int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
+      if (index >= num_tiles) break;
+      TileCoord tile = scheduler.tile(index);
       int n_block_end = n_block_end_of(tile);
       if (n_block_end == 0) continue;
       Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, tiles_loaded++);
@@ -66,8 +70,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pingpong.start();
     typename PipelineKV::PipelineState read_k, read_v;
     int tiles_done = 0;
-    for (int64_t t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-      TileCoord tile = scheduler.tile(t);
+    for (int64_t round = 0;; ++round) {
+      int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
+      if (index >= num_tiles) break;
+      TileCoord tile = scheduler.tile(index);
       int n_block_end = n_block_end_of(tile);
       typename Traits::TiledMmaPV mma_pv;
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});

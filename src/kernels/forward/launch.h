@@ -77,10 +77,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     configured_devices.fetch_or(device_bit, std::memory_order_relaxed);
   }
-  // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory), striding over the
-  // tiles. Causal tiles differ in length, and this static stride leaves some SMs with
-  // twice the work of others (d=128 causal 16k: 0.69x cuDNN, against ~1.0x with one CTA
-  // per tile); a dynamic scheduler is the pipeline issue's next step (docs/perf-notes.md).
+  // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory); the tile
+  // scheduler deals the tiles out.
   static std::atomic<int> sm_count_of_device[64] = {};
   int sm_count = device < 64 ? sm_count_of_device[device].load(std::memory_order_relaxed) : 0;
   if (sm_count == 0) {

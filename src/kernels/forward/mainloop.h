@@ -26,12 +26,20 @@ struct ForwardMainloop {
   using PipelineState = typename PipelineKV::PipelineState;
   using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
 
+  // The Q buffer of a CTA's n-th tile with work, and the phase of its barriers.
+  CUTE_DEVICE static int q_stage(int n) { return n % Traits::kStagesQ; }
+  CUTE_DEVICE static int q_phase(int n) { return (n / Traits::kStagesQ) & 1; }
+  CUTE_DEVICE static auto smem_q(SharedStorage& storage, int n) {
+    return make_tensor(make_smem_ptr(storage.q.data() + q_stage(n) * cosize_v<typename Traits::SmemLayoutQ>),
+                       typename Traits::SmemLayoutQ{});
+  }
+
   // Issued by one thread of the producer warpgroup, for each tile with work. `tiles_loaded`
-  // counts the earlier ones: it gives the phases of the Q barriers.
+  // counts the earlier ones: it picks the Q buffer and the phases of its barriers.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
                                int tiles_loaded) {
-    Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+    Tensor sQ = smem_q(storage, tiles_loaded);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
 
@@ -57,9 +65,12 @@ struct ForwardMainloop {
 
     // Partial tiles at either end are filled with zeros by TMA and still count in full
     // towards the barrier's transaction bytes.
-    if (tiles_loaded > 0) cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty, (tiles_loaded - 1) & 1);
-    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full, Traits::kBytesQ);
-    copy(params.tma_q.with(storage.barrier_q_full), tQgQ, tQsQ);
+    int stage = q_stage(tiles_loaded);
+    if (tiles_loaded >= Traits::kStagesQ) {
+      cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[stage], q_phase(tiles_loaded - Traits::kStagesQ));
+    }
+    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
+    copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
 
     for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
       pipeline_k.producer_acquire(write);
@@ -80,7 +91,7 @@ struct ForwardMainloop {
                               PipelineKV& pipeline_v, PipelineState& read_k, PipelineState& read_v,
                               Pingpong const& pingpong, TileCoord tile, int n_block_end, int tiles_done,
                               int consumer_tid, AccO& acc_o, Softmax& softmax) {
-    Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+    Tensor sQ = smem_q(storage, tiles_done);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
 
@@ -121,9 +132,9 @@ struct ForwardMainloop {
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.
     auto release_q_after = [&](int n_block) {
-      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty);
+      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(tiles_done)]);
     };
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full, tiles_done & 1);
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(tiles_done)], q_phase(tiles_done));
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = n_block_end - 1;

@@ -1,4 +1,6 @@
-// Which (m_block, head, batch) tile a CTA computes: pure index arithmetic.
+// Which (m_block, head, batch) tiles each CTA of the persistent kernel computes: pure
+// index arithmetic, static (no global counter, so concurrent launches and CUDA graphs
+// need no workspace).
 #pragma once
 
 #include <cstdint>
@@ -13,14 +15,18 @@ struct TileCoord {
   int batch;
 };
 
-// One CTA per tile, m_block fastest so that CTAs running together share K/V in L2.
-// With a causal mask the bottom rows see the most keys: they go first, so the short
-// tiles fill the tail of the launch.
+// CTAs take tiles in rounds of gridDim.x.
+// - Without a causal mask every tile costs the same: m_block runs fastest, so the CTAs
+//   of a round share the K/V of a few heads in L2.
+// - With a causal mask the bottom rows see the most keys. Tiles are ordered longest
+//   first (m_block slowest) and dealt like a snake: even rounds left to right, odd rounds
+//   right to left, so the CTA that got a round's longest tile gets the next round's
+//   shortest. A plain stride gave some CTAs twice the work of others (docs/perf-notes.md).
 struct ForwardTileScheduler {
   int num_m_blocks = 0;
   int heads = 0;
   int batch = 0;
-  bool longest_first = false;
+  bool causal = false;
 
   WF_HOST_DEVICE static int m_blocks_for(int64_t seqlen_q, int block_m) {
     return static_cast<int>((seqlen_q + block_m - 1) / block_m);
@@ -30,12 +36,24 @@ struct ForwardTileScheduler {
     return static_cast<int64_t>(num_m_blocks) * heads * batch;
   }
 
-  WF_HOST_DEVICE TileCoord tile(int64_t linear) const {
-    int m_block = static_cast<int>(linear % num_m_blocks);
-    int64_t head_batch = linear / num_m_blocks;
-    TileCoord coord{m_block, static_cast<int>(head_batch % heads), static_cast<int>(head_batch / heads)};
-    if (longest_first) coord.m_block = num_m_blocks - 1 - m_block;
-    return coord;
+  // The linear tile index `cta` (of `ctas`) computes in `round`; >= num_tiles() when done.
+  WF_HOST_DEVICE int64_t tile_index(int cta, int ctas, int64_t round) const {
+    bool reversed = causal && (round & 1);
+    return round * ctas + (reversed ? ctas - 1 - cta : cta);
+  }
+
+  WF_HOST_DEVICE TileCoord tile(int64_t index) const {
+    int m_block;
+    int64_t head_batch;
+    if (causal) {
+      int64_t heads_batch = static_cast<int64_t>(heads) * batch;
+      m_block = num_m_blocks - 1 - static_cast<int>(index / heads_batch);
+      head_batch = index % heads_batch;
+    } else {
+      m_block = static_cast<int>(index % num_m_blocks);
+      head_batch = index / num_m_blocks;
+    }
+    return TileCoord{m_block, static_cast<int>(head_batch % heads), static_cast<int>(head_batch / heads)};
   }
 };
 

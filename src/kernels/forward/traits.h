@@ -27,9 +27,11 @@ struct ForwardTraits {
   // One producer warpgroup (a single thread issues TMA) plus the consumers.
   static constexpr int kThreads = kConsumerThreads + cutlass::NumThreadsPerWarpGroup;
   // setmaxnreg budgets: the producer only computes addresses; consumers hold the S and O
-  // accumulators. 24 * 128 + 240 * 256 fits the 64K-register file.
+  // accumulators. 24 * 128 + 240 * 256 (two consumer warpgroups) or 24 * 128 + 160 * 384
+  // (three) fits the 64K-register file.
   static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
+  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
+  static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
 
   static_assert(kBlockM == 64 * kConsumerWarpgroups, "each consumer warpgroup owns 64 query rows");
   static_assert(kHeadDim % 64 == 0, "rows of 128 bytes use the 128-byte swizzle");
@@ -59,14 +61,21 @@ struct ForwardTraits {
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
+  // Two Q buffers where shared memory allows: the producer loads the next tile's Q while
+  // the consumers still read this one, so short tiles (seqlen 512, causal) do not wait
+  // for Q after every epilogue.
+  static constexpr int kSmemQBytes = cute::cosize_v<SmemLayoutQ> * sizeof(Element);
+  static constexpr int kSmemKVBytes = 2 * cute::cosize_v<SmemLayoutKV> * sizeof(Element);
+  static constexpr int kStagesQ = 2 * kSmemQBytes + kSmemKVBytes <= 226 * 1024 ? 2 : 1;
+
   struct SharedStorage {
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, kStagesQ * cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
-    // The persistent kernel reuses the Q tile: full when loaded, empty when every consumer
-    // has issued its last S = Q K^T of the tile.
-    alignas(16) uint64_t barrier_q_full;
-    uint64_t barrier_q_empty;
+    // The persistent kernel reuses the Q buffers: full when loaded, empty when every
+    // consumer has issued its last S = Q K^T of the tile.
+    alignas(16) uint64_t barrier_q_full[kStagesQ];
+    uint64_t barrier_q_empty[kStagesQ];
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
   };
