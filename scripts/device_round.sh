@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One device call of a development round (kept in the repo so runs are reproducible):
 #   scripts/device_round.sh BUILD [EXPERIMENT_BUILD...]
-# Steps (ROUND_STEPS, default all): check = GPU tests, SASS and the C++ benchmark with its
-# cuDNN/FA2 comparison (gpu_check.sh) on BUILD; experiments = the GPU tests of BUILD and
-# of each experiment build (ablation, tiles), then their timing next to BUILD
-# (compare_builds.sh, COMPARE_ARGS picks the points); python = the package built on BUILD's library, pytest
-# and the wrapper overhead; benchmark = the side-by-side Python benchmark with plots.
+# Steps (ROUND_STEPS, default all):
+#   check       GPU tests, SASS and the C++ benchmark with its cuDNN/FA2 comparison
+#               (gpu_check.sh) on BUILD;
+#   experiments the GPU tests of BUILD and of each experiment build (ablation, tiles),
+#               then their timing next to BUILD (compare_builds.sh; COMPARE_ARGS);
+#   python      the package built on BUILD's library, pytest (PYTEST_PRELOAD: an
+#               LD_PRELOAD for it, e.g. a native-stack printer) and the wrapper overhead;
+#   benchmark   the side-by-side Python benchmark (benchmark.py) with plots.
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
@@ -37,13 +40,11 @@ fi
 if has python && python3 -c "import torch" 2>/dev/null; then
   WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
     > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
-  (cd tests/python && timeout 300 python3 -m pytest -q -ra . > "$results/pytest.log" 2>&1)
+  (cd tests/python && LD_PRELOAD=${PYTEST_PRELOAD:-} timeout 300 python3 -m pytest -q -ra . > "$results/pytest.log" 2>&1)
   rc=$?; echo "pytest rc=$rc"; tail -n 8 "$results/pytest.log"
-  if [ $rc -ge 2 ] && command -v gdb >/dev/null; then  # a crash: where
-    (cd tests/python && timeout 60 gdb -batch -ex run -ex bt --args python3 -m pytest -x -q . > "$results/gdb.log" 2>&1)
-    grep -A25 "signal SIG" "$results/gdb.log" | head -40
-  fi
-  timeout 120 python3 bench/overhead.py > "$results/overhead.log" 2>&1; echo "overhead rc=$?"; tail -n 5 "$results/overhead.log"
+  # A crash: PYTEST_PRELOAD may name a library that prints the native stack on SIGSEGV.
+  [ $rc -ge 2 ] && grep -A30 "native backtrace" "$results/pytest.log" | head -40
+  timeout 120 python3 bench/overhead.py --bench-binary "$build/bench/warpflash_bench" > "$results/overhead.log" 2>&1; echo "overhead rc=$?"; tail -n 5 "$results/overhead.log"
 fi
 if has benchmark && python3 -c "import warpflash" 2>/dev/null; then
   timeout ${BENCHMARK_TIMEOUT:-420} python3 bench/benchmark.py --csv "$results/benchmark.csv" --plot-dir "$results" \

@@ -2,11 +2,11 @@
 // a compiled kernel.
 #include <atomic>
 #include <cmath>
-#include <sstream>
 
 #include <cuda_runtime_api.h>
 
 #include "api/dispatch.h"
+#include "api/text.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
@@ -53,10 +53,9 @@ Status check_device() {
     return cuda_status(error, "cannot query the device");
   }
   if (major != 9 || minor != 0) {
-    std::ostringstream out;
-    out << "warpflash::forward: CUDA device " << device << " has compute capability " << major << "." << minor
-        << "; warpflash needs a Hopper GPU (compute capability 9.0: H100, H200)";
-    return Status::NotSupported(out.str());
+    return Status::NotSupported(text::concat("warpflash::forward: CUDA device ", device, " has compute capability ",
+                                             major, ".", minor,
+                                             "; warpflash needs a Hopper GPU (compute capability 9.0: H100, H200)"));
   }
   if (device < kMaxDevices) known_hopper[device].store(true, std::memory_order_relaxed);
   return Status::Ok();
@@ -70,11 +69,9 @@ Status check_device_pointer(const char* name, const void* pointer) {
   cudaError_t error = cudaPointerGetAttributes(&attributes, pointer);
   if (error != cudaSuccess) return cuda_status(error, "cudaPointerGetAttributes");
   if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) return Status::Ok();
-  std::ostringstream out;
-  out << "warpflash::forward: " << name << " = " << pointer
-      << " is not device memory (cudaMemoryType " << static_cast<int>(attributes.type)
-      << "); pass memory allocated on the GPU";
-  return Status::InvalidArgument(out.str());
+  return Status::InvalidArgument(text::concat("warpflash::forward: ", name, " = ", pointer,
+                                              " is not device memory (cudaMemoryType ",
+                                              static_cast<int>(attributes.type), "); pass memory allocated on the GPU"));
 }
 
 }  // namespace

@@ -1,29 +1,20 @@
 // Checks every argument of forward() before anything touches the GPU. Each message
 // names the argument, its value and what is allowed.
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "api/dispatch.h"
 #include "api/limits.h"
+#include "api/text.h"
 #include "kernels/forward/config.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
 namespace {
 
-template <class... Parts>
-std::string concat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
-std::string join(const std::vector<int>& values) {
-  std::ostringstream out;
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  return out.str();
-}
+using text::concat;
+using text::Hex;
+using text::join;
 
 Status invalid(const std::string& message) { return Status::InvalidArgument("warpflash::forward: " + message); }
 
@@ -41,7 +32,7 @@ Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, i
   }
   auto address = reinterpret_cast<uintptr_t>(view.data);
   if (address % limits::kTmaAlignmentBytes != 0) {
-    return invalid(concat(name, ".data = 0x", std::hex, address, std::dec, " is not ",
+    return invalid(concat(name, ".data = ", Hex{address}, " is not ",
                           limits::kTmaAlignmentBytes, "-byte aligned (required by TMA loads)"));
   }
   struct Dim {
@@ -94,7 +85,7 @@ Status validate_forward(const ForwardArgs& args) {
   }
   if (s.batch == 0 || s.seqlen_q == 0) return Status::Ok();  // empty: nothing is read or written
   if (reinterpret_cast<uintptr_t>(args.lse) % alignof(float) != 0) {
-    return invalid(concat("lse = 0x", std::hex, reinterpret_cast<uintptr_t>(args.lse), std::dec,
+    return invalid(concat("lse = ", Hex{reinterpret_cast<uintptr_t>(args.lse)},
                           " is not 4-byte aligned (an fp32 array is required)"));
   }
 

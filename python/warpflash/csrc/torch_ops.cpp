@@ -24,7 +24,8 @@ void raise_if_error(const warpflash::Status& status) {
   TORCH_CHECK_VALUE(false, status.message());
 }
 
-// Spelled as in Python, so messages read like the caller's code.
+// Messages are built from strings only (numbers through std::to_string): no iostream
+// formatting in this extension. Spelled as in Python, so they read like the caller's code.
 std::string python_dtype(at::ScalarType type) {
   switch (type) {
     case at::kFloat: return "torch.float32";
@@ -50,7 +51,8 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                       python_shape(*t));
     TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16, "warpflash: ", name,
                      " has dtype ", python_dtype(t->scalar_type()), "; supported are torch.float16, torch.bfloat16");
-    TORCH_CHECK_VALUE(t->stride(3) == 1 || t->size(3) <= 1, "warpflash: ", name, ".stride(-1) = ", t->stride(3),
+    TORCH_CHECK_VALUE(t->stride(3) == 1 || t->size(3) <= 1, "warpflash: ", name, ".stride(-1) = ",
+                      std::to_string(t->stride(3)),
                       "; the last dimension (head_dim) must be contiguous (call .contiguous())");
   }
   TORCH_CHECK_TYPE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
@@ -60,14 +62,15 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                     python_shape(v));
   TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
                     python_shape(k), " must agree in batch and head_dim");
-  TORCH_CHECK_VALUE(k.size(2) > 0 && q.size(2) % k.size(2) == 0, "warpflash: q heads (", q.size(2),
-                    ") must be a multiple of k/v heads (", k.size(2), ")");
+  TORCH_CHECK_VALUE(k.size(2) > 0 && q.size(2) % k.size(2) == 0, "warpflash: q heads (", std::to_string(q.size(2)),
+                    ") must be a multiple of k/v heads (", std::to_string(k.size(2)), ")");
   for (const auto& [name, t] : tensors) {
-    TORCH_CHECK_VALUE(t->is_cuda(), "warpflash: ", name, " is on ", t->device(),
+    TORCH_CHECK_VALUE(t->is_cuda(), "warpflash: ", name, " is on ", t->device().str(),
                       "; warpflash runs on CUDA (Hopper) tensors");
   }
   TORCH_CHECK_VALUE(q.device() == k.device() && q.device() == v.device(),
-                    "warpflash: q, k, v must be on one device, got ", q.device(), ", ", k.device(), ", ", v.device());
+                    "warpflash: q, k, v must be on one device, got ", q.device().str(), ", ", k.device().str(), ", ",
+                    v.device().str());
 }
 
 // q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim).

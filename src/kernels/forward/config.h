@@ -23,22 +23,33 @@ struct ForwardTileConfig {
   int consumer_warpgroups;  // warpgroups that run WGMMA and softmax
 };
 
-// Chosen by measurement on the H200 (docs/perf-notes.md, "Tile sizes").
-// d=256: a 128x256 Q tile, two stages of K and V and the fp32 O accumulator (128
-// registers a thread) must fit 227 KB of shared memory and 240 registers.
+// Chosen by measurement on the H200 (docs/perf-notes.md, "Tile sizes"):
+// - d=64: 192 query rows in three consumer warpgroups (160 registers each suffice for
+//   the small S and O accumulators); +7-22% over 128 x 128 except short causal problems.
+// - d=128: 128 x 128; 128 x 160 / 176 gain 2-4% at 8k-16k but lose 7-25% below 4k.
+// - d=256: 128 x 64: a 128x256 Q tile, two stages of K and V and the fp32 O accumulator
+//   (128 registers a thread) must fit 227 KB of shared memory and 240 registers; 128 x 80
+//   is 8-10% faster at 16k and up to 15% slower at 512.
 // WARPFLASH_TILES_D<d> (CMake -DWARPFLASH_TILES=...) overrides a head dim's tiles for
 // experiments timed by scripts/compare_builds.sh.
+#define WARPFLASH_TILES_OVERRIDE(d)                                                  \
+  ForwardTileConfig {                                                                \
+    WARPFLASH_TILES_D##d##_M, WARPFLASH_TILES_D##d##_N, WARPFLASH_TILES_D##d##_STAGES, \
+        WARPFLASH_TILES_D##d##_WARPGROUPS                                            \
+  }
 constexpr ForwardTileConfig forward_tile_config(int head_dim) {
 #if defined(WARPFLASH_TILES_D64)
-  if (head_dim == 64) return ForwardTileConfig{WARPFLASH_TILES_D64_M, WARPFLASH_TILES_D64_N, WARPFLASH_TILES_D64_STAGES, WARPFLASH_TILES_D64_WARPGROUPS};
+  if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif
 #if defined(WARPFLASH_TILES_D128)
-  if (head_dim == 128) return ForwardTileConfig{WARPFLASH_TILES_D128_M, WARPFLASH_TILES_D128_N, WARPFLASH_TILES_D128_STAGES, WARPFLASH_TILES_D128_WARPGROUPS};
+  if (head_dim == 128) return WARPFLASH_TILES_OVERRIDE(128);
 #endif
 #if defined(WARPFLASH_TILES_D256)
-  if (head_dim == 256) return ForwardTileConfig{WARPFLASH_TILES_D256_M, WARPFLASH_TILES_D256_N, WARPFLASH_TILES_D256_STAGES, WARPFLASH_TILES_D256_WARPGROUPS};
+  if (head_dim == 256) return WARPFLASH_TILES_OVERRIDE(256);
 #endif
-  return head_dim <= 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2};
+  if (head_dim == 64) return ForwardTileConfig{192, 128, 2, 3};
+  return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2};
 }
+#undef WARPFLASH_TILES_OVERRIDE
 
 }  // namespace warpflash::kernels
