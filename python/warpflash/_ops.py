@@ -12,8 +12,10 @@ def _forward_fake(q, k, v, softmax_scale, causal):
     return out, lse
 
 
-def forward(q, k, v, softmax_scale, causal):
-    """(out, lse): the operator while torch.compile traces, the direct call in eager mode."""
+def forward(q, k, v, softmax_scale, causal, return_lse):
+    """out, or (out, lse) with return_lse: the operator while torch.compile traces, the
+    direct call (which skips the LSE unless asked) in eager mode."""
     if torch.compiler.is_compiling():
-        return torch.ops.warpflash.forward(q, k, v, softmax_scale, causal)
-    return _C.forward(q, k, v, softmax_scale, causal)
+        out, lse = torch.ops.warpflash.forward(q, k, v, softmax_scale, causal)
+        return (out, lse) if return_lse else out
+    return _C.forward(q, k, v, softmax_scale, causal, return_lse)

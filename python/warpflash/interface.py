@@ -24,5 +24,4 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False)
             raise TypeError(f"warpflash: {name} must be a torch.Tensor, got {type(t).__name__}")
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
-    out, lse = _ops.forward(q, k, v, float(softmax_scale), bool(causal))
-    return (out, lse) if return_lse else out
+    return _ops.forward(q, k, v, float(softmax_scale), bool(causal), bool(return_lse))

@@ -1,8 +1,8 @@
 // PyTorch bindings of the C++ API: tensors in, tensors out, on the current CUDA stream.
-// The same function is registered twice: as the operator torch.ops.warpflash.forward (seen
-// by torch.compile and CUDA graphs like any op; its shape function lives in
+// The forward is registered twice: as the operator torch.ops.warpflash.forward (seen by
+// torch.compile and CUDA graphs like any op; its shape function lives in
 // warpflash/_ops.py), and as the plain function warpflash._C.forward, the eager fast path
-// that skips the dispatcher's per-call cost.
+// that skips the dispatcher's per-call cost and the LSE when it is not asked for.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -74,13 +74,15 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 }
 
 // q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim).
-// Returns out (contiguous, shaped like q) and lse (batch, heads_q, seqlen_q) in fp32.
-std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                           double softmax_scale, bool causal) {
+// Returns out (contiguous, shaped like q) and, when with_lse, lse (batch, heads_q,
+// seqlen_q) in fp32 (else an undefined tensor: no allocation, no LSE stores).
+std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               double softmax_scale, bool causal, bool with_lse) {
   check_tensors(q, k, v);
   c10::cuda::CUDAGuard device_guard(q.device());
   at::Tensor out = at::empty(q.sizes(), q.options());
-  at::Tensor lse = at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
+  at::Tensor lse;
+  if (with_lse) lse = at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
 
   warpflash::ForwardArgs args;
   args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
@@ -89,7 +91,7 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor
   args.k = view_of(k);
   args.v = view_of(v);
   args.o = view_of(out);
-  args.lse = lse.data_ptr<float>();
+  args.lse = with_lse ? lse.data_ptr<float>() : nullptr;
   args.softmax_scale = static_cast<float>(softmax_scale);
   args.causal = causal;
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
@@ -98,14 +100,29 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor
   return {out, lse};
 }
 
+// The operator: a fixed schema with both outputs, for torch.compile and graphs.
+std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                              double softmax_scale, bool causal) {
+  return run_forward(q, k, v, softmax_scale, causal, /*with_lse=*/true);
+}
+
+// The eager fast path: out alone unless the caller asked for the LSE.
+pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double softmax_scale,
+                               bool causal, bool return_lse) {
+  auto [out, lse] = run_forward(q, k, v, softmax_scale, causal, return_lse);
+  if (!return_lse) return pybind11::cast(out);
+  return pybind11::make_tuple(out, lse);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(warpflash, m) {
   m.def("forward(Tensor q, Tensor k, Tensor v, float softmax_scale, bool causal) -> (Tensor out, Tensor lse)");
 }
 
-TORCH_LIBRARY_IMPL(warpflash, CUDA, m) { m.impl("forward", &forward); }
+TORCH_LIBRARY_IMPL(warpflash, CUDA, m) { m.impl("forward", &forward_op); }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &forward, "Attention forward: (q, k, v, softmax_scale, causal) -> (out, lse)");
+  m.def("forward", &forward_eager,
+        "Attention forward: (q, k, v, softmax_scale, causal, return_lse) -> out, or (out, lse) with return_lse");
 }
