@@ -45,6 +45,12 @@ struct ForwardTileScheduler {
   WF_HOST_DEVICE TileCoord tile(int64_t index) const {
     int m_block;
     int64_t head_batch;
+#if defined(WARPFLASH_EXPERIMENT_CAUSAL_M_FASTEST)
+    if (causal) {
+      m_block = num_m_blocks - 1 - static_cast<int>(index % num_m_blocks);
+      head_batch = index / num_m_blocks;
+    } else
+#endif
     if (causal) {
       int64_t heads_batch = static_cast<int64_t>(heads) * batch;
       m_block = num_m_blocks - 1 - static_cast<int>(index / heads_batch);
