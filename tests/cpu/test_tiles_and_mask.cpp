@@ -29,9 +29,10 @@ std::vector<std::vector<TileCoord>> tiles_per_cta(ForwardTileScheduler const& sc
 }
 
 TEST(TileScheduler, CoversEveryTileExactlyOnce) {
-  for (bool causal : {false, true}) {
+  for (int order = 0; order < 3; ++order) {  // non-causal, causal m_block slowest, causal m_block fastest
     for (int ctas : {1, 5, 47, 48, 132, 500}) {
-      ForwardTileScheduler scheduler{ForwardTileScheduler::m_blocks_for(1000, 128), 3, 2, causal};
+      bool causal = order > 0;
+      ForwardTileScheduler scheduler{ForwardTileScheduler::m_blocks_for(1000, 128), 3, 2, causal, order == 2};
       EXPECT_EQ(scheduler.num_m_blocks, 8);
       std::set<std::tuple<int, int, int>> seen;
       size_t count = 0;
@@ -42,8 +43,8 @@ TEST(TileScheduler, CoversEveryTileExactlyOnce) {
           ++count;
         }
       }
-      EXPECT_EQ(seen.size(), 8u * 3 * 2) << "causal " << causal << ", ctas " << ctas;
-      EXPECT_EQ(count, seen.size()) << "causal " << causal << ", ctas " << ctas;
+      EXPECT_EQ(seen.size(), 8u * 3 * 2) << "order " << order << ", ctas " << ctas;
+      EXPECT_EQ(count, seen.size()) << "order " << order << ", ctas " << ctas;
     }
   }
 }
@@ -60,12 +61,31 @@ TEST(TileScheduler, CausalDealsLongestFirstLikeASnake) {
   EXPECT_EQ(scheduler.tile_index(1, 3, 2), 7);
 }
 
+TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
+  ForwardTileScheduler scheduler{4, 512, 1, true};  // seqlen 512, 128-row tiles
+  scheduler.choose_causal_order(132);
+  ASSERT_TRUE(scheduler.causal_m_fastest);
+  EXPECT_EQ(scheduler.tile(0).m_block, 3);
+  EXPECT_EQ(scheduler.tile(3).m_block, 0);
+  EXPECT_EQ(scheduler.tile(4).head, 1);
+  ForwardTileScheduler long_problem{128, 16, 1, true};  // seqlen 16k
+  long_problem.choose_causal_order(132);
+  EXPECT_FALSE(long_problem.causal_m_fastest);
+  ForwardTileScheduler few_tiles{3, 100, 1, true};  // under 4 rounds: the snake's pairs do not balance
+  few_tiles.choose_causal_order(132);
+  EXPECT_FALSE(few_tiles.causal_m_fastest);
+}
+
 // A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
-// CTA bounds the kernel's time. Paper-grid shapes on an H200's 132 SMs.
+// CTA bounds the kernel's time. Paper-grid shapes (128 and 192 query rows a tile) and
+// Llama-3-8B prefill on an H200's 132 SMs, in the order the launch chooses.
 TEST(TileScheduler, CausalWorkIsBalanced) {
   struct Problem { int m_blocks, heads_batch; };
-  for (Problem p : {Problem{128, 16}, Problem{64, 32}, Problem{128, 8}, Problem{16, 128}, Problem{4, 1024}}) {
+  for (Problem p : {Problem{128, 16}, Problem{64, 32}, Problem{32, 64}, Problem{16, 128}, Problem{8, 256},
+                    Problem{4, 512}, Problem{128, 8}, Problem{4, 1024}, Problem{3, 1024}, Problem{6, 512},
+                    Problem{11, 256}, Problem{22, 128}, Problem{86, 32}, Problem{32, 128}, Problem{64, 128}}) {
     ForwardTileScheduler scheduler{p.m_blocks, p.heads_batch, 1, true};
+    scheduler.choose_causal_order(132);
     double total = 0, busiest = 0;
     for (auto const& tiles : tiles_per_cta(scheduler, 132)) {
       double work = 0;

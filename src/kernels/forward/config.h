@@ -16,12 +16,6 @@ constexpr bool kPingpong = false;
 constexpr bool kPingpong = true;
 #endif
 
-#if defined(WARPFLASH_ABLATE_CROSS_TILE_OVERLAP)
-constexpr bool kCrossTileOverlap = false;
-#else
-constexpr bool kCrossTileOverlap = true;
-#endif
-
 struct ForwardTileConfig {
   int block_m;              // query rows per CTA (64 per consumer warpgroup)
   int block_n;              // key rows per K/V tile

@@ -69,11 +69,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
     pingpong.start();
     typename PipelineKV::PipelineState read_k, read_v;
-    typename Traits::TiledMmaQK mma_qk;
-    Tensor acc_s = partition_fragment_C(mma_qk, Shape<typename Traits::BlockM, typename Traits::BlockN>{});
-    Tensor tOrP = make_tensor<typename Traits::Element>(accumulator_as_a_operand(acc_s.layout()));
     int tiles_done = 0;
-    bool first_qk_issued = false;  // by the previous tile, under its epilogue
     for (int64_t round = 0;; ++round) {
       int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
       if (index >= num_tiles) break;
@@ -86,27 +82,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       OnlineSoftmax<kRows> softmax(params.scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
       if (n_block_end > 0) {
-        if (!first_qk_issued) {
-          pingpong.wait_turn();
-          Mainloop::issue_first_qk(storage, pipeline_k, read_k, tiles_done, consumer_tid, acc_s);
-          pingpong.pass_turn();
-        }
         Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
-                      tiles_done, consumer_tid, acc_s, tOrP, acc_o, softmax);
-        // Overlap across tiles: the next tile's first S = Q K^T joins this tile's last
-        // PV GEMM in one pingpong turn and runs under this tile's epilogue. Only with a
-        // second Q buffer: otherwise its Q is not loaded before this tile's last S.
-        first_qk_issued = false;
-        if constexpr (kCrossTileOverlap && Traits::kStagesQ == 2) {
-          int64_t next = scheduler.tile_index(blockIdx.x, gridDim.x, round + 1);
-          if (next < num_tiles && n_block_end_of(scheduler.tile(next)) > 0) {
-            Mainloop::issue_first_qk(storage, pipeline_k, read_k, tiles_done + 1, consumer_tid, acc_s);
-            first_qk_issued = true;
-          }
-        }
-        pingpong.pass_turn();
-        Mainloop::finish_tile(pipeline_v, read_v, acc_o, tOrP, first_qk_issued);
-        ++tiles_done;
+                      tiles_done++, consumer_tid, acc_o, softmax);
       }
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);

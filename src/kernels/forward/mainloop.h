@@ -83,32 +83,14 @@ struct ForwardMainloop {
     }
   }
 
-  // S = Q K^T of a tile's first K/V block (the last one, in visiting order), issued and
-  // not waited for. The caller holds the pingpong turn. `tiles_done` counts the CTA's
-  // earlier tiles with work: it picks the Q buffer.
-  template <class AccS>
-  CUTE_DEVICE static void issue_first_qk(SharedStorage& storage, PipelineKV& pipeline_k, PipelineState& read_k,
-                                         int tiles_done, int consumer_tid, AccS& acc_s) {
-    Tensor sQ = smem_q(storage, tiles_done);
-    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
-    typename Traits::TiledMmaQK mma_qk;
-    auto thr_qk = mma_qk.get_thread_slice(consumer_tid);
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);
-    Tensor tSrK = thr_qk.partition_fragment_B(sK);
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(tiles_done)], q_phase(tiles_done));
-    pipeline_k.consumer_wait(read_k);
-    warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
-  }
-
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
-  // with work, after issue_first_qk for it; `tiles_done` counts the earlier ones. Returns
-  // with the last O += P V issued but not waited for, inside a pingpong turn it still
-  // holds (the caller may issue the next tile's first S in it), then finish_tile.
-  template <class AccS, class FragP, class AccO, class Softmax, class Pingpong>
+  // with work; `tiles_done` counts the earlier ones. Leaves the unnormalized O in acc_o;
+  // the caller finalizes the softmax.
+  template <class AccO, class Softmax, class Pingpong>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineKV& pipeline_v, PipelineState& read_k, PipelineState& read_v,
                               Pingpong const& pingpong, TileCoord tile, int n_block_end, int tiles_done,
-                              int consumer_tid, AccS& acc_s, FragP& tOrP, AccO& acc_o, Softmax& softmax) {
+                              int consumer_tid, AccO& acc_o, Softmax& softmax) {
     Tensor sQ = smem_q(storage, tiles_done);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
@@ -126,6 +108,7 @@ struct ForwardMainloop {
     Tensor tScS = thr_qk.partition_C(cS);
     Tensor tScS_rc = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));
 
+    Tensor acc_s = partition_fragment_C(mma_qk, Shape<typename Traits::BlockM, typename Traits::BlockN>{});
     Tensor acc_s_rc = rowcol_view(acc_s);
     Tensor acc_o_rc = rowcol_view(acc_o);
     AttentionMask const& mask = params.mask;
@@ -139,7 +122,8 @@ struct ForwardMainloop {
         if (!mask.visible(row_base + get<0>(coord), col_base + get<1>(coord))) acc_s_rc(i) = -INFINITY;
       }
     };
-    // P (in the A-operand layout of O += P V) is written only while no PV GEMM reads it.
+    // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.
+    Tensor tOrP = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
     auto store_p = [&] {
       Tensor p = convert_fragment<Element>(acc_s);
       CUTLASS_PRAGMA_UNROLL
@@ -150,9 +134,14 @@ struct ForwardMainloop {
     auto release_q_after = [&](int n_block) {
       if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(tiles_done)]);
     };
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(tiles_done)], q_phase(tiles_done));
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = n_block_end - 1;
+    pipeline_k.consumer_wait(read_k);
+    pingpong.wait_turn();
+    warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
+    pingpong.pass_turn();
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_s);
     pipeline_k.consumer_release(read_k);
@@ -192,20 +181,9 @@ struct ForwardMainloop {
     pipeline_v.consumer_wait(read_v);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
-  }
-
-  // Waits for the tile's last O += P V (and, unless `next_qk_in_flight`, for everything
-  // else issued) and hands its V stage back.
-  template <class AccO, class FragP>
-  CUTE_DEVICE static void finish_tile(PipelineKV& pipeline_v, PipelineState& read_v, AccO& acc_o, FragP& tOrP,
-                                      bool next_qk_in_flight) {
-    if (next_qk_in_flight) {
-      warpgroup_wait<1>();
-    } else {
-      warpgroup_wait<0>();
-    }
+    pingpong.pass_turn();
+    warpgroup_wait<0>();
     warpgroup_fence_operand(acc_o);
-    warpgroup_fence_operand(tOrP);
     pipeline_v.consumer_release(read_v);
     ++read_v;  // the pipeline states carry over to the CTA's next tile
   }
