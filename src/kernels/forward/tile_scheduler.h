@@ -38,11 +38,11 @@ struct ForwardTileScheduler {
     return static_cast<int64_t>(num_m_blocks) * heads * batch;
   }
 
-  // Short causal problems (a few m-blocks per head, many heads) keep m_block fastest,
+  // Short causal problems (a few m-blocks per head, many heads) may keep m_block fastest,
   // longest first within each head: a head's K/V is then read by CTAs of the same round
-  // and stays in L2 (d=256 causal 512-1k: +16% over m_block slowest). The snake still
-  // balances it when 2 * ctas is a multiple of the m-blocks (a CTA's two tiles of a
-  // round pair add up to num_m_blocks + 1 blocks) and there are a few full rounds.
+  // and stays in L2. The snake still balances this order when 2 * ctas is a multiple of
+  // the m-blocks (a CTA's tiles of two rounds add up to num_m_blocks + 1 blocks) and
+  // there are a few full rounds.
   WF_HOST_DEVICE void choose_causal_order(int ctas) {
     causal_m_fastest = causal && num_m_blocks > 0 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
                        num_tiles() >= 4 * ctas;
