@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Checks the ptxas reports of every compiled forward kernel (written by
+# cmake/ptxas_report.sh next to the objects): no register spills, no stack, and no
+# "wgmma.mma_async instructions are serialized" warning (C7515), which silently costs
+# 20-30% (docs/perf-notes.md). Run by ctest as KernelResources.
+#   scripts/check_ptxas_reports.sh BUILD/src EXPECTED_KERNELS
+set -uo pipefail
+dir=${1:?usage: check_ptxas_reports.sh BUILD/src EXPECTED_KERNELS}
+expected=${2:?usage: check_ptxas_reports.sh BUILD/src EXPECTED_KERNELS}
+mapfile -t logs < <(find "$dir" -name 'forward_*.cu.o.ptxas.log' | sort)
+status=0
+if [ "${#logs[@]}" -ne "$expected" ]; then
+  echo "FAIL: ${#logs[@]} ptxas reports under $dir, expected $expected (rebuild: the reports come from the compile)"
+  status=1
+fi
+for log in "${logs[@]}"; do
+  name=$(basename "$log" .cu.o.ptxas.log)
+  registers=$(grep -o 'Used [0-9]* registers' "$log" | head -1)
+  if ! grep -q 'bytes spill stores' "$log"; then
+    echo "FAIL: $name: no resource report in $log (compiled without -Xptxas -v?)"
+    status=1
+  elif grep -E '([1-9][0-9]*) bytes (stack frame|spill stores|spill loads)' "$log" >/dev/null; then
+    echo "FAIL: $name: $(grep 'bytes spill' "$log" | head -1 | sed 's/^ *//')"
+    status=1
+  elif grep -q 'C7515' "$log"; then
+    echo "FAIL: $name: ptxas serializes the WGMMAs (C7515): an ordinary instruction writes an accumulator while a WGMMA is in flight"
+    status=1
+  else
+    echo "ok: $name: ${registers:-registers n/a}, no spills, WGMMAs not serialized"
+  fi
+done
+exit $status
