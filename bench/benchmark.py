@@ -75,6 +75,9 @@ def parse_args(argv):
     p.add_argument("--csv", help="write results here (" + ",".join(CSV_COLUMNS) + ")")
     p.add_argument("--plot-dir", help="write forward_<dtype>.png of the paper grid here")
     p.add_argument("--title", default="", help="appended to the plot titles (GPU, date)")
+    p.add_argument("--commit", default=None,
+                   help="commit to report (default: git rev-parse HEAD; give it where the "
+                        "checkout's .git is not the code's, e.g. a copied working tree)")
     p.add_argument("--max-rel-l2", type=float, default=1e-2,
                    help="largest relative L2 difference from the reference that passes")
     p.add_argument("--flex-compile-timeout", type=positive_int, default=60,
@@ -306,13 +309,17 @@ def csv_row(row):
                 tflops="n/a" if tf is None else f"{tf:.3f}")
 
 
-def header(torch):
+def git_commit():
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=os.path.dirname(os.path.abspath(__file__)),
-                                timeout=10).stdout.strip() or "unknown"
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__)),
+                              timeout=10).stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
+        return "unknown"
+
+
+def header(torch, commit=None):
+    commit = commit or git_commit()
     try:
         import triton
         triton_version = triton.__version__
@@ -333,7 +340,7 @@ def main(argv=None):
 
     if not torch.cuda.is_available():
         sys.exit("error: no CUDA device visible to PyTorch")
-    print(header(torch), flush=True)
+    print(header(torch, args.commit), flush=True)
     failures = []
     rows = collect_rows(measure(torch, args, failures), out, CSV_COLUMNS, csv_row)
     print()

@@ -8,7 +8,8 @@
 #               then their timing next to BUILD (compare_builds.sh; COMPARE_ARGS);
 #   python      the package built on BUILD's library, pytest (PYTEST_PRELOAD: an
 #               LD_PRELOAD for it, e.g. a native-stack printer) and the wrapper overhead;
-#   benchmark   the side-by-side Python benchmark (benchmark.py) with plots.
+#   benchmark   the side-by-side Python benchmark (benchmark.py) with plots; COMMIT names
+#               the code's commit (the device's copy of .git may be stale).
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
@@ -48,6 +49,7 @@ if has python && python3 -c "import torch" 2>/dev/null; then
 fi
 if has benchmark && python3 -c "import warpflash" 2>/dev/null; then
   timeout ${BENCHMARK_TIMEOUT:-420} python3 bench/benchmark.py --csv "$results/benchmark.csv" --plot-dir "$results" \
+    ${COMMIT:+--commit "$COMMIT"} \
     --title "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)" > "$results/benchmark.log" 2>&1
   echo "benchmark rc=$?"; grep -E "geomean|^llama" "$results/benchmark.log"
 fi
