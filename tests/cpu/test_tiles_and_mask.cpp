@@ -74,6 +74,9 @@ TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
   ForwardTileScheduler few_tiles{3, 100, 1, true};  // under 4 rounds: the snake's pairs do not balance
   few_tiles.choose_causal_order(132);
   EXPECT_FALSE(few_tiles.causal_m_fastest);
+  ForwardTileScheduler gpu_test_shape{4, 8, 17, true};  // tests/gpu: batch 17, seqlen 512, 8 heads
+  gpu_test_shape.choose_causal_order(132);
+  EXPECT_TRUE(gpu_test_shape.causal_m_fastest);
 }
 
 // A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
