@@ -10,6 +10,9 @@
 #               LD_PRELOAD for it, e.g. a native-stack printer) and the wrapper overhead;
 #   benchmark   the side-by-side Python benchmark (benchmark.py) with plots; COMMIT names
 #               the code's commit (the device's copy of .git may be stale).
+#   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
+#               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
+#               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16").
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
@@ -30,13 +33,25 @@ if has check; then
 fi
 if has experiments; then
   for dir in "$build" "$@"; do
-    timeout 90 "$dir/tests/warpflash_gpu_tests" --gtest_brief=1 > "$results/tests-${dir//\//_}.log" 2>&1
+    timeout ${TEST_TIMEOUT:-150} "$dir/tests/warpflash_gpu_tests" --gtest_brief=1 > "$results/tests-${dir//\//_}.log" 2>&1
     echo "$dir GPU tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$results/tests-${dir//\//_}.log" | head -2 | tr '\n' ' ')"
   done
   if [ $# -gt 0 ]; then
     BENCH_ARGS=${COMPARE_ARGS:-} scripts/compare_builds.sh "$build" "$@" > "$results/compare_builds.log" 2>&1
     cat "$results/compare_builds.log"
   fi
+fi
+if has profile; then
+  IFS='|' read -ra points <<< "${PROFILE_POINTS:-}"
+  for i in "${!points[@]}"; do
+    # --clock-control none: the device's METHOD.md asks to leave the clocks alone.
+    timeout 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:forward_kernel \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section Occupancy --section LaunchStats \
+      "$build/bench/warpflash_bench" ${points[$i]} --warmup 1 --iters 1 > "$results/profile-$i.log" 2>&1
+    echo "profile $i (${points[$i]}) rc=$?"
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|L2 Hit Rate|Issued Warp|No Eligible|Stall" "$results/profile-$i.log" | head -20
+  done
 fi
 if has python && python3 -c "import torch" 2>/dev/null; then
   WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
