@@ -33,7 +33,7 @@ Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, i
   auto address = reinterpret_cast<uintptr_t>(view.data);
   if (address % limits::kTmaAlignmentBytes != 0) {
     return invalid(concat(name, ".data = ", Hex{address}, " is not ",
-                          limits::kTmaAlignmentBytes, "-byte aligned (required by TMA loads)"));
+                          limits::kTmaAlignmentBytes, "-byte aligned (required by TMA)"));
   }
   struct Dim {
     const char* stride_name;

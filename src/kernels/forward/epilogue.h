@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
 
 #include "kernels/forward/fragment.h"
+#include "kernels/forward/pingpong.h"
 #include "kernels/forward/traits.h"
 
 namespace warpflash::kernels {
@@ -16,9 +18,13 @@ struct ForwardEpilogue {
   using Element = typename Traits::Element;
   using Params = typename Traits::Params;
 
+  using SharedStorage = typename Traits::SharedStorage;
+  using OutputBarrier = cutlass::arch::NamedBarrier;
+  static constexpr uint32_t kOutputBuffer = static_cast<uint32_t>(ForwardBarrier::kOutputBuffer);
+
   template <class AccO, int kRows>
-  CUTE_DEVICE static void store(Params const& params, TileCoord tile, int consumer_tid, AccO const& acc_o,
-                                float const (&lse)[kRows]) {
+  CUTE_DEVICE static void store(Params const& params, SharedStorage& storage, TileCoord tile, int consumer_tid,
+                                AccO const& acc_o, float const (&lse)[kRows]) {
     typename Traits::TiledMmaPV mma_pv;
     auto thr_pv = mma_pv.get_thread_slice(consumer_tid);
     Tensor cO = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
@@ -27,15 +33,19 @@ struct ForwardEpilogue {
 
     int seqlen_q = params.mask.seqlen_q;
     int row_base = tile.m_block * Traits::kBlockM;
-    Element* o_head = params.o + tile.batch * params.o_batch_stride + tile.head * params.o_head_stride;
-    // Each thread holds column pairs: one 4-byte store each.
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(out); i += 2) {
-      int row = row_base + get<0>(tOcO(i));
-      int col = get<1>(tOcO(i));
-      if (row < seqlen_q) {
-        Element* dst = o_head + row * params.o_seqlen_stride + col;
-        *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
+    if constexpr (Traits::kTmaStoreO) {
+      store_through_shared_memory(params, storage, tile, consumer_tid, out);
+    } else {
+      Element* o_head = params.o + tile.batch * params.o_batch_stride + tile.head * params.o_head_stride;
+      // Each thread holds column pairs: one 4-byte store each.
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(out); i += 2) {
+        int row = row_base + get<0>(tOcO(i));
+        int col = get<1>(tOcO(i));
+        if (row < seqlen_q) {
+          Element* dst = o_head + row * params.o_seqlen_stride + col;
+          *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
+        }
       }
     }
 
@@ -46,6 +56,42 @@ struct ForwardEpilogue {
     for (int r = 0; r < kRows; ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
       if (row < seqlen_q) lse_head[row] = lse[r];
+    }
+  }
+
+  // Before the CTA exits: the last TMA store must have read the O buffer.
+  CUTE_DEVICE static void drain(int consumer_tid) {
+    if constexpr (Traits::kTmaStoreO) {
+      if (consumer_tid == 0) tma_store_wait<0>();
+    }
+  }
+
+ private:
+  // stmatrix into the swizzled O buffer, then one thread stores the tile with TMA (which
+  // clips the rows past seqlen_q) and the consumers go on to the next tile.
+  template <class FragmentO>
+  CUTE_DEVICE static void store_through_shared_memory(Params const& params, SharedStorage& storage, TileCoord tile,
+                                                      int consumer_tid, FragmentO const& out) {
+    Tensor sO = make_tensor(make_smem_ptr(storage.o.data()), typename Traits::SmemLayoutO{});
+    // The previous tile's store must have read the buffer before it is overwritten.
+    if (consumer_tid == 0) tma_store_wait<0>();
+    OutputBarrier::sync(Traits::kConsumerThreads, kOutputBuffer);
+
+    auto copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, typename Traits::TiledMmaPV{});
+    auto thr_copy_o = copy_o.get_thread_slice(consumer_tid);
+    Tensor tOrO = thr_copy_o.retile_S(out);
+    Tensor tOsO = thr_copy_o.partition_D(sO);
+    copy(copy_o, tOrO, tOsO);
+    tma_store_fence();  // the generic-proxy writes become visible to the TMA unit
+    OutputBarrier::sync(Traits::kConsumerThreads, kOutputBuffer);
+
+    if (consumer_tid == 0) {
+      Tensor mO = params.tma_o.get_tma_tensor(params.shape_q)(_, _, tile.head, tile.batch);
+      Tensor gO = local_tile(mO, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
+                             make_coord(tile.m_block, _0{}));
+      auto tma_o = params.tma_o.get_slice(_0{});
+      copy(params.tma_o, tma_o.partition_S(sO), tma_o.partition_D(gO));
+      tma_store_arrive();
     }
   }
 };

@@ -28,6 +28,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
+    if constexpr (Traits::kTmaStoreO) cute::prefetch_tma_descriptor(params.tma_o.get_tma_descriptor());
     for (int stage = 0; stage < Traits::kStagesQ; ++stage) {
       cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full[stage], 1);
       cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty[stage], Traits::kConsumerThreads);
@@ -88,8 +89,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);
       softmax.finalize(acc_o_rc, lse);
-      ForwardEpilogue<Traits>::store(params, tile, consumer_tid, acc_o, lse);
+      ForwardEpilogue<Traits>::store(params, storage, tile, consumer_tid, acc_o, lse);
     }
+    ForwardEpilogue<Traits>::drain(consumer_tid);
   }
 }
 

@@ -61,7 +61,17 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       AttentionMask{static_cast<int>(shape.seqlen_q), static_cast<int>(shape.seqlen_k), args.causal},
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
                            static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), args.causal},
+      {},  // tma_o, below
   };
+
+  if constexpr (Traits::kTmaStoreO) {
+    auto layout = make_layout(make_shape(static_cast<int>(shape.seqlen_q), typename Traits::HeadDim{},
+                                         static_cast<int>(shape.heads_q), static_cast<int>(shape.batch)),
+                              make_stride(args.o.seqlen_stride, _1{}, args.o.head_stride, args.o.batch_stride));
+    auto gO = make_tensor(make_gmem_ptr(static_cast<Element*>(args.o.data)), layout);
+    params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutO{},
+                                 Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{});
+  }
 
   auto kernel = forward_kernel<Traits>;
   // The shared-memory opt-in is a per-device attribute of the kernel: set it once per device.

@@ -11,7 +11,8 @@ namespace warpflash::kernels {
 
 // Named barrier IDs of the forward kernel (CUTLASS offsets them past its reserved IDs).
 enum class ForwardBarrier : uint32_t {
-  kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w
+  kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w (up to 3)
+  kOutputBuffer = 3,   // all consumers: the shared-memory O buffer is free / written
 };
 
 template <int kConsumerWarpgroups>

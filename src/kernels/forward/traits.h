@@ -2,6 +2,8 @@
 // layouts, WGMMA shapes, TMA copy types and the kernel's parameters.
 #pragma once
 
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 #include <cutlass/numeric_types.h>
 #include <cutlass/pipeline/pipeline.hpp>
@@ -68,10 +70,20 @@ struct ForwardTraits {
   static constexpr int kSmemKVBytes = 2 * cute::cosize_v<SmemLayoutKV> * sizeof(Element);
   static constexpr int kStagesQ = 2 * kSmemQBytes + kSmemKVBytes <= 226 * 1024 ? 2 : 1;
 
+  // O leaves through shared memory and one TMA store per tile where a buffer fits beside
+  // Q and K/V (d=64, d=128): the consumers write it with stmatrix and move on while the
+  // store drains. Otherwise (d=256) each thread stores its fragment to global memory.
+  using SmemLayoutO = SmemLayoutQ;
+  static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= 226 * 1024;
+  struct NoBuffer {};
+  using BufferO = std::conditional_t<kTmaStoreO, cute::array_aligned<Element, cute::cosize_v<SmemLayoutO>, 1024>,
+                                     NoBuffer>;
+
   struct SharedStorage {
     cute::array_aligned<Element, kStagesQ * cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    BufferO o;
     // The persistent kernel reuses the Q buffers: full when loaded, empty when every
     // consumer has issued its last S = Q K^T of the tile.
     alignas(16) uint64_t barrier_q_full[kStagesQ];
@@ -80,6 +92,7 @@ struct ForwardTraits {
     typename PipelineKV::SharedStorage pipeline_v;
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
+  static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesKV = kBlockN * kHeadDim * sizeof(Element);
 
@@ -89,6 +102,8 @@ struct ForwardTraits {
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutQ{}, Shape<BlockM, HeadDim>{}, _1{}));
   using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
                                        Shape<BlockN, HeadDim>{}, _1{}));
+  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}));
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutO{}, Shape<BlockM, HeadDim>{}, _1{}));
 
   struct Params {
     TmaQ tma_q;
@@ -105,6 +120,7 @@ struct ForwardTraits {
     float scale_log2;  // softmax scale * log2(e): the softmax runs on exp2
     AttentionMask mask;
     ForwardTileScheduler scheduler;
+    TmaO tma_o;  // set when kTmaStoreO
   };
 };
 
