@@ -12,7 +12,8 @@
 #               the code's commit (the device's copy of .git may be stale).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
-#               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16").
+#               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16"; the
+#               bench's two correctness checks are skipped).
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
@@ -45,7 +46,7 @@ if has profile; then
   IFS='|' read -ra points <<< "${PROFILE_POINTS:-}"
   for i in "${!points[@]}"; do
     # --clock-control none: the device's METHOD.md asks to leave the clocks alone.
-    timeout 150 ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:forward_kernel \
+    timeout 150 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:forward_kernel \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
       --section SchedulerStats --section Occupancy --section LaunchStats \
       "$build/bench/warpflash_bench" ${points[$i]} --warmup 1 --iters 1 > "$results/profile-$i.log" 2>&1
