@@ -1,15 +1,18 @@
-// The one table from (dtype, head dim) to a compiled forward kernel.
+// The one table from (dtype, head dim, tile variant) to a compiled forward kernel.
 #pragma once
 
 #include <vector>
 
+#include "kernels/forward/config.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
 
 using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale);
 
-// nullptr when this build has no kernel for the pair.
-ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim);
+// nullptr when this build has no kernel for the triple. A head dim that is compiled has
+// every variant that forward_variant() picks for it.
+ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim,
+                                      kernels::ForwardVariant variant = kernels::ForwardVariant::kDefault);
 
 }  // namespace warpflash

@@ -12,7 +12,7 @@
 namespace warpflash {
 
 namespace kernels {
-#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, name) Status name(const ForwardArgs&, float);
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, variant, name) Status name(const ForwardArgs&, float);
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 }  // namespace kernels
@@ -24,12 +24,14 @@ constexpr int kMaxDevices = 64;
 struct ForwardEntry {
   DType dtype;
   int head_dim;
+  kernels::ForwardVariant variant;
   ForwardLauncher launch;
 };
 
 // Generated from WARPFLASH_DTYPES x WARPFLASH_HEAD_DIMS, ascending head dims per dtype.
 const ForwardEntry kForwardKernels[] = {
-#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, name) {DType::dtype, head_dim, &kernels::name},
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, variant, name) \
+  {DType::dtype, head_dim, kernels::ForwardVariant::variant, &kernels::name},
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 };
@@ -76,9 +78,9 @@ Status check_device_pointer(const char* name, const void* pointer) {
 
 }  // namespace
 
-ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim) {
+ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, kernels::ForwardVariant variant) {
   for (const ForwardEntry& entry : kForwardKernels) {
-    if (entry.dtype == dtype && entry.head_dim == head_dim) return entry.launch;
+    if (entry.dtype == dtype && entry.head_dim == head_dim && entry.variant == variant) return entry.launch;
   }
   return nullptr;
 }
@@ -86,7 +88,7 @@ ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim) {
 std::vector<int> compiled_head_dims(DType dtype) {
   std::vector<int> head_dims;
   for (const ForwardEntry& entry : kForwardKernels) {
-    if (entry.dtype == dtype) head_dims.push_back(entry.head_dim);
+    if (entry.dtype == dtype && entry.variant == kernels::ForwardVariant::kDefault) head_dims.push_back(entry.head_dim);
   }
   return head_dims;
 }
@@ -104,7 +106,9 @@ Status forward(const ForwardArgs& args) {
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
-  return find_forward_launcher(args.dtype, args.shape.head_dim)(args, scale);
+  kernels::ForwardVariant variant =
+      kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q);
+  return find_forward_launcher(args.dtype, args.shape.head_dim, variant)(args, scale);
 }
 
 }  // namespace warpflash

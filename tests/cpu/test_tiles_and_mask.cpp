@@ -151,12 +151,24 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 
 TEST(TileConfig, FitsTheHardware) {
   for (int d : {64, 128, 256}) {
-    ForwardTileConfig c = forward_tile_config(d);
-    EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
-    EXPECT_EQ(c.block_n % 16, 0);
-    // Q tile + stages of K and V, 2-byte elements, under 227 KB.
-    EXPECT_LE((c.block_m + 2 * c.stages * c.block_n) * d * 2, 227 * 1024);
+    for (ForwardVariant variant : {ForwardVariant::kDefault, ForwardVariant::kShortCausal}) {
+      if (variant == ForwardVariant::kShortCausal && d != 64) continue;  // compiled for d=64 only
+      ForwardTileConfig c = forward_tile_config(d, variant);
+      EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
+      EXPECT_EQ(c.block_n % 16, 0);
+      // Q tile + stages of K and V, 2-byte elements, under 227 KB.
+      EXPECT_LE((c.block_m + 2 * c.stages * c.block_n) * d * 2, 227 * 1024);
+    }
   }
+}
+
+TEST(TileConfig, ShortCausalVariantOnlyForD64CausalUpTo2k) {
+  EXPECT_EQ(forward_variant(64, true, 2048), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 1), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, true, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
 }
 
 }  // namespace

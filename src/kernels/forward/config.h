@@ -1,6 +1,8 @@
 // Tile sizes of the forward kernel per head dim, shared by host and device code.
 #pragma once
 
+#include <cstdint>
+
 namespace warpflash::kernels {
 
 // Ablation switches: each FlashAttention-3 technique can be compiled out
@@ -37,7 +39,18 @@ struct ForwardTileConfig {
     WARPFLASH_TILES_D##d##_M, WARPFLASH_TILES_D##d##_N, WARPFLASH_TILES_D##d##_STAGES, \
         WARPFLASH_TILES_D##d##_WARPGROUPS                                            \
   }
-constexpr ForwardTileConfig forward_tile_config(int head_dim) {
+// A second kernel for d=64 causal problems up to 2k queries: 128 x 128 tiles with two
+// consumer warpgroups. Measured (docs/perf-notes.md): +27% at causal 512-1k and +4% at 2k
+// over 192-row tiles, -9% at 8k.
+enum class ForwardVariant { kDefault, kShortCausal };
+constexpr int kShortCausalMaxSeqlen = 2048;
+constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q) {
+  return head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen ? ForwardVariant::kShortCausal
+                                                                        : ForwardVariant::kDefault;
+}
+
+constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant variant = ForwardVariant::kDefault) {
+  if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif

@@ -31,9 +31,9 @@ inline Status check_cuda(cudaError_t error, const char* what) {
 }
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, ForwardVariant kVariant>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
-  using Traits = ForwardTraits<Element, kHeadDim>;
+  using Traits = ForwardTraits<Element, kHeadDim, kVariant>;
   AttentionShape const& shape = args.shape;
 
   auto gQ = make_gmem_tensor<Traits>(args.q, shape.seqlen_q, shape.heads_q, shape.batch);

@@ -16,11 +16,11 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-template <class Element_, int kHeadDim_>
+template <class Element_, int kHeadDim_, ForwardVariant kVariant = ForwardVariant::kDefault>
 struct ForwardTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim);
+  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kVariant);
   static constexpr int kBlockM = kConfig.block_m;
   static constexpr int kBlockN = kConfig.block_n;
   static constexpr int kStages = kConfig.stages;
