@@ -12,6 +12,11 @@ constexpr bool kIntraWarpgroupOverlap = false;
 #else
 constexpr bool kIntraWarpgroupOverlap = true;
 #endif
+#if defined(WARPFLASH_ABLATE_WARP_SPECIALIZATION)
+constexpr bool kWarpSpecialization = false;
+#else
+constexpr bool kWarpSpecialization = true;
+#endif
 #if defined(WARPFLASH_ABLATE_PINGPONG)
 constexpr bool kPingpong = false;
 #else

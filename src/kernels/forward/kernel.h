@@ -22,7 +22,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   auto& storage = *reinterpret_cast<typename Traits::SharedStorage*>(shared_memory);
 
   int warpgroup = cutlass::canonical_warp_group_idx();
-  bool is_producer = warpgroup == 0;
+  bool is_producer = kWarpSpecialization && warpgroup == 0;
+  // Without warp specialization (an ablation) a consumer thread also loads: the first of
+  // the last warpgroup, which takes its pingpong turn last, so the others have usually
+  // released the ring slot it waits for.
+  constexpr int kLoadingThread = Traits::kConsumerThreads - cutlass::NumThreadsPerWarpGroup;
+  bool is_consumer_that_loads = !kWarpSpecialization && threadIdx.x == kLoadingThread;
 
   if (threadIdx.x == 0) {
     cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
@@ -36,8 +41,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   typename PipelineKV::Params pipeline_params;
   pipeline_params.transaction_bytes = Traits::kBytesKV;
-  pipeline_params.role = is_producer ? PipelineKV::ThreadCategory::Producer : PipelineKV::ThreadCategory::Consumer;
-  pipeline_params.is_leader = threadIdx.x == 0;
+  pipeline_params.role = is_producer              ? PipelineKV::ThreadCategory::Producer
+                         : is_consumer_that_loads ? PipelineKV::ThreadCategory::ProducerConsumer
+                                                  : PipelineKV::ThreadCategory::Consumer;
+  pipeline_params.is_leader = kWarpSpecialization ? threadIdx.x == 0 : is_consumer_that_loads;
   pipeline_params.num_consumers = Traits::kConsumerThreads;
   PipelineKV pipeline_k(storage.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
   PipelineKV pipeline_v(storage.pipeline_v, pipeline_params, Shape<_1, _1, _1>{});
@@ -52,6 +59,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   };
 
   if (is_producer) {
+    if constexpr (!kWarpSpecialization) return;  // not reached: no producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
@@ -65,11 +73,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, tiles_loaded++);
     }
   } else {
-    cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
-    int consumer_tid = threadIdx.x - cutlass::NumThreadsPerWarpGroup;
+    if constexpr (kWarpSpecialization) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+    int consumer_tid = threadIdx.x - Traits::kProducerThreads;
     PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
     pingpong.start();
     typename PipelineKV::PipelineState read_k, read_v;
+    auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
     int tiles_done = 0;
     for (int64_t round = 0;; ++round) {
       int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
@@ -83,8 +92,27 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       OnlineSoftmax<kRows> softmax(params.scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
       if (n_block_end > 0) {
-        Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
-                      tiles_done++, consumer_tid, acc_o, softmax);
+        if constexpr (kWarpSpecialization) {
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
+                        tiles_done, consumer_tid, acc_o, softmax, [](int) {});
+        } else {
+          // Loads between the GEMMs: Q and the first kStages blocks up front, then block
+          // n - kStages as soon as block n is released (after this thread's turn).
+          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, tiles_done);
+          auto& load_q = get<0>(loads);
+          auto& load_kv = get<1>(loads);
+          if (is_consumer_that_loads) {
+            load_q();
+            for (int i = 0; i < Traits::kStages && i < n_block_end; ++i) load_kv(n_block_end - 1 - i, write);
+          }
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
+                        tiles_done, consumer_tid, acc_o, softmax, [&](int n_block) {
+                          if (is_consumer_that_loads && n_block >= Traits::kStages) {
+                            load_kv(n_block - Traits::kStages, write);
+                          }
+                        });
+        }
+        ++tiles_done;
       }
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);

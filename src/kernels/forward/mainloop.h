@@ -34,11 +34,12 @@ struct ForwardMainloop {
                        typename Traits::SmemLayoutQ{});
   }
 
-  // Issued by one thread of the producer warpgroup, for each tile with work. `tiles_loaded`
-  // counts the earlier ones: it picks the Q buffer and the phases of its barriers.
-  CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
-                               int tiles_loaded) {
+  // The loads of one tile, issued by one thread: load_q() for its Q tile (into the buffer
+  // of the CTA's `tiles_loaded`-th tile with work), load_kv(n_block, write) for one K/V
+  // block into the ring. Partial tiles at either end are filled with zeros by TMA and
+  // still count in full towards the barriers' transaction bytes.
+  CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                     PipelineKV& pipeline_v, TileCoord tile, int tiles_loaded) {
     Tensor sQ = smem_q(storage, tiles_loaded);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
@@ -63,16 +64,15 @@ struct ForwardMainloop {
     Tensor tVgV = tma_v.partition_S(gV);
     Tensor tVsV = tma_v.partition_D(sV);
 
-    // Partial tiles at either end are filled with zeros by TMA and still count in full
-    // towards the barrier's transaction bytes.
-    int stage = q_stage(tiles_loaded);
-    if (tiles_loaded >= Traits::kStagesQ) {
-      cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[stage], q_phase(tiles_loaded - Traits::kStagesQ));
-    }
-    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
-    copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
-
-    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) {
+    auto load_q = [=, &params, &storage]() mutable {
+      int stage = q_stage(tiles_loaded);
+      if (tiles_loaded >= Traits::kStagesQ) {
+        cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[stage], q_phase(tiles_loaded - Traits::kStagesQ));
+      }
+      TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
+      copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
+    };
+    auto load_kv = [=, &params, &pipeline_k, &pipeline_v](int n_block, PipelineState& write) mutable {
       pipeline_k.producer_acquire(write);
       copy(params.tma_k.with(*pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
            tKsK(_, _, _, write.index()));
@@ -80,17 +80,29 @@ struct ForwardMainloop {
       copy(params.tma_v.with(*pipeline_v.producer_get_barrier(write)), tVgV(_, _, _, n_block),
            tVsV(_, _, _, write.index()));
       ++write;
-    }
+    };
+    return cute::make_tuple(load_q, load_kv);
+  }
+
+  // The producer warpgroup's thread, for each tile with work: Q, then every K/V block in
+  // visiting order, as fast as the ring frees up.
+  CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
+                               int tiles_loaded) {
+    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, tiles_loaded);
+    get<0>(loads)();
+    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) get<1>(loads)(n_block, write);
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
   // with work; `tiles_done` counts the earlier ones. Leaves the unnormalized O in acc_o;
-  // the caller finalizes the softmax.
-  template <class AccO, class Softmax, class Pingpong>
+  // the caller finalizes the softmax. after_block(n_block) runs once this thread has
+  // released K/V block n_block (the kernel without warp specialization loads there).
+  template <class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineKV& pipeline_v, PipelineState& read_k, PipelineState& read_v,
                               Pingpong const& pingpong, TileCoord tile, int n_block_end, int tiles_done,
-                              int consumer_tid, AccO& acc_o, Softmax& softmax) {
+                              int consumer_tid, AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
     Tensor sQ = smem_q(storage, tiles_done);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
@@ -174,6 +186,7 @@ struct ForwardMainloop {
       warpgroup_fence_operand(acc_o);
       pipeline_v.consumer_release(read_v);
       ++read_v;
+      after_block(n_block + 1);  // its K went after the previous S, its V just now
       Softmax::rescale(acc_o_rc, correction);
       store_p();
     }
@@ -186,6 +199,7 @@ struct ForwardMainloop {
     warpgroup_fence_operand(acc_o);
     pipeline_v.consumer_release(read_v);
     ++read_v;  // the pipeline states carry over to the CTA's next tile
+    after_block(0);
   }
 };
 

@@ -26,11 +26,15 @@ struct ForwardTraits {
   static constexpr int kStages = kConfig.stages;
   static constexpr int kConsumerWarpgroups = kConfig.consumer_warpgroups;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
-  // One producer warpgroup (a single thread issues TMA) plus the consumers.
-  static constexpr int kThreads = kConsumerThreads + cutlass::NumThreadsPerWarpGroup;
+  // One producer warpgroup (a single thread issues TMA) plus the consumers; without warp
+  // specialization (an ablation) the first consumer thread issues the loads itself.
+  static constexpr int kProducerThreads = kWarpSpecialization ? cutlass::NumThreadsPerWarpGroup : 0;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
   // setmaxnreg budgets: the producer only computes addresses; consumers hold the S and O
-  // accumulators. 24 * 128 + 240 * 256 (two consumer warpgroups) or 24 * 128 + 160 * 384
-  // (three) fits the 64K-register file.
+  // accumulators. setmaxnreg only moves registers within the CTA's launch allocation (168
+  // a thread for 384 threads, 128 for 512), so one warp of each role per quadrant must add
+  // up to at most 3 x 168 = 504 (24 + 2 x 240) or 4 x 128 = 512 (32 + 3 x 160); with
+  // 32 + 2 x 240 the consumers' setmaxnreg.inc waited forever (docs/perf-notes.md).
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
