@@ -63,20 +63,23 @@ TEST(TileScheduler, CausalDealsLongestFirstLikeASnake) {
 
 TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
   ForwardTileScheduler scheduler{4, 512, 1, true};  // seqlen 512, 128-row tiles
-  scheduler.choose_causal_order(132);
+  scheduler.choose_causal_order(132, 128);
   ASSERT_TRUE(scheduler.causal_m_fastest);
   EXPECT_EQ(scheduler.tile(0).m_block, 3);
   EXPECT_EQ(scheduler.tile(3).m_block, 0);
   EXPECT_EQ(scheduler.tile(4).head, 1);
   ForwardTileScheduler long_problem{128, 16, 1, true};  // seqlen 16k
-  long_problem.choose_causal_order(132);
+  long_problem.choose_causal_order(132, 128);
   EXPECT_FALSE(long_problem.causal_m_fastest);
   ForwardTileScheduler few_tiles{3, 100, 1, true};  // under 4 rounds: the snake's pairs do not balance
-  few_tiles.choose_causal_order(132);
+  few_tiles.choose_causal_order(132, 128);
   EXPECT_FALSE(few_tiles.causal_m_fastest);
   ForwardTileScheduler gpu_test_shape{4, 8, 17, true};  // tests/gpu: batch 17, seqlen 512, 8 heads
-  gpu_test_shape.choose_causal_order(132);
+  gpu_test_shape.choose_causal_order(132, 128);
   EXPECT_TRUE(gpu_test_shape.causal_m_fastest);
+  ForwardTileScheduler rows_192{3, 1024, 1, true};  // d=64's 192-row tiles keep m_block slowest
+  rows_192.choose_causal_order(132, 192);
+  EXPECT_FALSE(rows_192.causal_m_fastest);
 }
 
 // A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
@@ -88,7 +91,7 @@ TEST(TileScheduler, CausalWorkIsBalanced) {
                     Problem{4, 512}, Problem{128, 8}, Problem{4, 1024}, Problem{3, 1024}, Problem{6, 512},
                     Problem{11, 256}, Problem{22, 128}, Problem{86, 32}, Problem{32, 128}, Problem{64, 128}}) {
     ForwardTileScheduler scheduler{p.m_blocks, p.heads_batch, 1, true};
-    scheduler.choose_causal_order(132);
+    scheduler.choose_causal_order(132, 128);
     double total = 0, busiest = 0;
     for (auto const& tiles : tiles_per_cta(scheduler, 132)) {
       double work = 0;

@@ -42,10 +42,11 @@ struct ForwardTileScheduler {
   // longest first within each head: a head's K/V is then read by CTAs of the same round
   // and stays in L2. The snake still balances this order when 2 * ctas is a multiple of
   // the m-blocks (a CTA's tiles of two rounds add up to num_m_blocks + 1 blocks) and
-  // there are a few full rounds.
-  WF_HOST_DEVICE void choose_causal_order(int ctas) {
-    causal_m_fastest = causal && num_m_blocks > 0 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
-                       num_tiles() >= 4 * ctas;
+  // there are a few full rounds. Measured (docs/perf-notes.md): it helps 128-row tiles
+  // (d=128/256 causal 512-1k: +14-22%) and cost 192-row tiles 2-10%.
+  WF_HOST_DEVICE void choose_causal_order(int ctas, int block_m) {
+    causal_m_fastest = causal && block_m == 128 && num_m_blocks > 0 && num_m_blocks <= 12 &&
+                       (2 * ctas) % num_m_blocks == 0 && num_tiles() >= 4 * ctas;
   }
 
   // The linear tile index `cta` (of `ctas`) computes in `round`; >= num_tiles() when done.
