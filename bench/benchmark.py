@@ -54,8 +54,6 @@ class Unavailable(Exception):
     """An implementation cannot run a case; the message says why."""
 
 
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
