@@ -19,8 +19,8 @@ namespace {
 std::vector<std::vector<TileCoord>> tiles_per_cta(ForwardTileScheduler const& scheduler, int ctas) {
   std::vector<std::vector<TileCoord>> tiles(ctas);
   for (int cta = 0; cta < ctas; ++cta) {
-    for (int64_t round = 0;; ++round) {
-      int64_t index = scheduler.tile_index(cta, ctas, round);
+    for (int round = 0;; ++round) {
+      unsigned index = scheduler.tile_index(cta, ctas, round);
       if (index >= scheduler.num_tiles()) break;
       tiles[cta].push_back(scheduler.tile(index));
     }
@@ -29,73 +29,137 @@ std::vector<std::vector<TileCoord>> tiles_per_cta(ForwardTileScheduler const& sc
 }
 
 TEST(TileScheduler, CoversEveryTileExactlyOnce) {
-  for (int order = 0; order < 3; ++order) {  // non-causal, causal m_block slowest, causal m_block fastest
-    for (int ctas : {1, 5, 47, 48, 132, 500}) {
-      bool causal = order > 0;
-      ForwardTileScheduler scheduler{ForwardTileScheduler::m_blocks_for(1000, 128), 3, 2, causal, order == 2};
-      EXPECT_EQ(scheduler.num_m_blocks, 8);
-      std::set<std::tuple<int, int, int>> seen;
-      size_t count = 0;
-      for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
-        for (TileCoord t : tiles) {
-          EXPECT_TRUE(t.m_block >= 0 && t.m_block < 8 && t.head >= 0 && t.head < 3 && t.batch >= 0 && t.batch < 2);
-          seen.insert({t.m_block, t.head, t.batch});
-          ++count;
+  for (int seqlen : {100, 300, 512, 1000, 1100}) {  // odd and even m-block counts
+    for (int block_m : {128, 192}) {
+      for (int causal = 0; causal < 2; ++causal) {
+        for (int heads_batch : {21, 136, 600}) {
+          for (int ctas : {1, 5, 47, 48, 132, 500}) {
+            int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
+            ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
+            scheduler.plan(ctas, block_m);
+            std::set<std::tuple<int, int, int>> seen;
+            size_t count = 0;
+            for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
+              for (TileCoord t : tiles) {
+                EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
+                            t.batch < heads_batch / 3);
+                seen.insert({t.m_block, t.head, t.batch});
+                ++count;
+              }
+            }
+            EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
+            EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
+          }
         }
       }
-      EXPECT_EQ(seen.size(), 8u * 3 * 2) << "order " << order << ", ctas " << ctas;
-      EXPECT_EQ(count, seen.size()) << "order " << order << ", ctas " << ctas;
     }
   }
 }
 
-TEST(TileScheduler, CausalDealsLongestFirstLikeASnake) {
-  ForwardTileScheduler scheduler{4, 2, 1, true};
+TEST(TileScheduler, FastDivmodMatchesDivision) {
+  for (unsigned d : {1u, 2u, 3u, 7u, 11u, 128u, 132u, 1000u, 65537u, 2147483647u}) {
+    FastDivmod by_d(d);
+    for (unsigned n : {0u, 1u, d - 1, d, d + 1, 12345u, 2147483646u, 2147483647u}) {
+      unsigned remainder = 0;
+      EXPECT_EQ(by_d.divmod(n, remainder), n / d) << n << " / " << d;
+      EXPECT_EQ(remainder, n % d) << n << " % " << d;
+    }
+  }
+}
+
+TEST(TileScheduler, CausalPairsThenALongestFirstTail) {
+  // 6 heads of 4 m-blocks on 2 CTAs: the tail keeps ceil(4 * 2 / 4) = 2 heads, 4 are paired.
+  ForwardTileScheduler scheduler{4, 6, 1, true};
+  scheduler.plan(2, 192);
+  EXPECT_EQ(scheduler.paired_heads, 4);
+  // Unit 0 is head 0's m-blocks 3 and 0; unit 1 its m-blocks 2 and 1.
   EXPECT_EQ(scheduler.tile(0).m_block, 3);
-  EXPECT_EQ(scheduler.tile(1).m_block, 3);
-  EXPECT_EQ(scheduler.tile(1).head, 1);
-  EXPECT_EQ(scheduler.tile(7).m_block, 0);
-  // Three CTAs: round 0 takes indices 0 1 2, round 1 takes 5 4 3.
-  EXPECT_EQ(scheduler.tile_index(0, 3, 1), 5);
-  EXPECT_EQ(scheduler.tile_index(2, 3, 1), 3);
-  EXPECT_EQ(scheduler.tile_index(1, 3, 2), 7);
+  EXPECT_EQ(scheduler.tile(1).m_block, 0);
+  EXPECT_EQ(scheduler.tile(2).m_block, 2);
+  EXPECT_EQ(scheduler.tile(3).m_block, 1);
+  EXPECT_EQ(scheduler.tile(3).head, 0);
+  EXPECT_EQ(scheduler.tile(4).head, 1);
+  // A CTA does both tiles of a unit: CTA 1 takes unit 1 (tiles 2, 3), then unit 3.
+  EXPECT_EQ(scheduler.tile_index(1, 2, 0), 2u);
+  EXPECT_EQ(scheduler.tile_index(1, 2, 1), 3u);
+  EXPECT_EQ(scheduler.tile_index(1, 2, 2), 6u);
+  // The tail (heads 4 and 5) starts after 8 units, longest first, as a snake.
+  EXPECT_EQ(scheduler.tile(16).m_block, 3);
+  EXPECT_EQ(scheduler.tile(16).head, 4);
+  EXPECT_EQ(scheduler.tile(17).head, 5);
+  EXPECT_EQ(scheduler.tile(23).m_block, 0);
+  EXPECT_EQ(scheduler.tile_index(0, 2, 8), 16u);
+  EXPECT_EQ(scheduler.tile_index(0, 2, 9), 19u);
+  // With 3 CTAs (same plan: 8 units), CTAs 0 and 1 get 3 units, CTA 2 gets 2 and alone
+  // takes tail round 0; tail round 1 is reversed: CTA 1, then 0, then 2.
+  scheduler.units_per_cta = 2;
+  scheduler.extra_units = 2;
+  EXPECT_EQ(scheduler.tile_index(2, 3, 4), 16u);
+  EXPECT_EQ(scheduler.tile_index(1, 3, 6), 17u);
+  EXPECT_EQ(scheduler.tile_index(0, 3, 6), 18u);
+  EXPECT_EQ(scheduler.tile_index(2, 3, 5), 19u);
+  // An odd m-block count: the middle m-blocks of two heads make a unit.
+  ForwardTileScheduler odd{3, 40, 1, true};
+  odd.plan(2, 192);
+  EXPECT_EQ(odd.tile(0).m_block, 2);
+  EXPECT_EQ(odd.tile(1).m_block, 0);
+  EXPECT_EQ(odd.tile(4).m_block, 1);
+  EXPECT_EQ(odd.tile(4).head, 0);
+  EXPECT_EQ(odd.tile(5).m_block, 1);
+  EXPECT_EQ(odd.tile(5).head, 1);
 }
 
 TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
   ForwardTileScheduler scheduler{4, 512, 1, true};  // seqlen 512, 128-row tiles
-  scheduler.choose_causal_order(132, 128);
-  ASSERT_TRUE(scheduler.causal_m_fastest);
+  scheduler.plan(132, 128);
+  ASSERT_TRUE(scheduler.tail_heads_together);
+  EXPECT_EQ(scheduler.paired_heads, 0);
   EXPECT_EQ(scheduler.tile(0).m_block, 3);
   EXPECT_EQ(scheduler.tile(3).m_block, 0);
   EXPECT_EQ(scheduler.tile(4).head, 1);
   ForwardTileScheduler long_problem{128, 16, 1, true};  // seqlen 16k
-  long_problem.choose_causal_order(132, 128);
-  EXPECT_FALSE(long_problem.causal_m_fastest);
-  ForwardTileScheduler few_tiles{3, 100, 1, true};  // under 4 rounds: the snake's pairs do not balance
-  few_tiles.choose_causal_order(132, 128);
-  EXPECT_FALSE(few_tiles.causal_m_fastest);
+  long_problem.plan(132, 128);
+  EXPECT_FALSE(long_problem.tail_heads_together);
+  ForwardTileScheduler rows_192{3, 1024, 1, true};  // d=64's 192-row tiles
+  rows_192.plan(132, 192);
+  EXPECT_FALSE(rows_192.tail_heads_together);
   ForwardTileScheduler gpu_test_shape{4, 8, 17, true};  // tests/gpu: batch 17, seqlen 512, 8 heads
-  gpu_test_shape.choose_causal_order(132, 128);
-  EXPECT_TRUE(gpu_test_shape.causal_m_fastest);
-  ForwardTileScheduler rows_192{3, 1024, 1, true};  // d=64's 192-row tiles keep m_block slowest
-  rows_192.choose_causal_order(132, 192);
-  EXPECT_FALSE(rows_192.causal_m_fastest);
+  gpu_test_shape.plan(132, 128);
+  EXPECT_TRUE(gpu_test_shape.tail_heads_together);
+}
+
+// The CTAs of one round read few heads' K/V (it stays in L2): in every round of the pair
+// phase, 132 CTAs touch at most 132 / (M / 2) + 2 heads.
+TEST(TileScheduler, CausalRoundsShareHeads) {
+  for (int m_blocks : {16, 32, 64}) {
+    ForwardTileScheduler scheduler{m_blocks, 2048 / m_blocks * 4, 1, true};
+    scheduler.plan(132, 128);
+    ASSERT_GT(scheduler.paired_heads, 0);
+    int paired_tiles = scheduler.paired_heads * m_blocks;
+    for (int round = 0; (round + 1) * 132 * 2 <= paired_tiles; round += 2) {
+      std::set<int> heads;
+      for (int cta = 0; cta < 132; ++cta) heads.insert(scheduler.tile(scheduler.tile_index(cta, 132, round)).head);
+      EXPECT_LE(heads.size(), size_t(132 / (m_blocks / 2) + 2)) << m_blocks << " m-blocks, round " << round;
+    }
+  }
 }
 
 // A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
-// CTA bounds the kernel's time. Paper-grid shapes (128 and 192 query rows a tile) and
-// Llama-3-8B prefill on an H200's 132 SMs, in the order the launch chooses.
+// CTA bounds the kernel's time. Paper-grid shapes (128 and 192 query rows a tile; a
+// 192-row tile at 128-column blocks costs its rows / 128 blocks) and Llama-3-8B prefill on
+// an H200's 132 SMs.
 TEST(TileScheduler, CausalWorkIsBalanced) {
-  struct Problem { int m_blocks, heads_batch; };
-  for (Problem p : {Problem{128, 16}, Problem{64, 32}, Problem{32, 64}, Problem{16, 128}, Problem{8, 256},
-                    Problem{4, 512}, Problem{128, 8}, Problem{4, 1024}, Problem{3, 1024}, Problem{6, 512},
-                    Problem{11, 256}, Problem{22, 128}, Problem{86, 32}, Problem{32, 128}, Problem{64, 128}}) {
+  struct Problem { int m_blocks, block_m, heads_batch; };
+  for (Problem p : {Problem{128, 128, 16}, Problem{64, 128, 32}, Problem{32, 128, 64}, Problem{16, 128, 128},
+                    Problem{8, 128, 256}, Problem{4, 128, 512}, Problem{128, 128, 8}, Problem{4, 128, 1024},
+                    Problem{11, 192, 256}, Problem{22, 192, 128}, Problem{43, 192, 64}, Problem{86, 192, 32},
+                    Problem{32, 128, 128}, Problem{64, 128, 128}}) {
     ForwardTileScheduler scheduler{p.m_blocks, p.heads_batch, 1, true};
-    scheduler.choose_causal_order(132, 128);
+    scheduler.plan(132, p.block_m);
     double total = 0, busiest = 0;
     for (auto const& tiles : tiles_per_cta(scheduler, 132)) {
       double work = 0;
-      for (TileCoord t : tiles) work += t.m_block + 1 + 0.5;
+      for (TileCoord t : tiles) work += ((t.m_block + 1) * p.block_m + 127) / 128 + 1.5;
       total += work;
       busiest = std::max(busiest, work);
     }

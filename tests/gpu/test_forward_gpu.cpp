@@ -39,6 +39,9 @@ const Shape kShapes[] = {
     // A short causal problem with enough tiles (4 m-blocks x 136 heads) for the order that
     // keeps a head's m-blocks together (ForwardTileScheduler::choose_causal_order).
     {17, 512, 512, 8, 2, false},
+    // Enough heads (23 x 8) for the causal pair phase with an odd m-block count (5 of 128
+    // rows: pairs and units of two heads' middle m-blocks) and the tail after it.
+    {23, 640, 640, 8, 2, false},
 };
 
 using Param = std::tuple<DType, int, bool, Shape>;

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
-  int64_t const num_tiles = scheduler.num_tiles();
+  unsigned const num_tiles = scheduler.num_tiles();
   auto n_block_end_of = [&](TileCoord tile) {
     return params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
   };
@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
     int tiles_loaded = 0;
-    for (int64_t round = 0;; ++round) {
-      int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
+    for (int round = 0;; ++round) {
+      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
       if (index >= num_tiles) break;
       TileCoord tile = scheduler.tile(index);
       int n_block_end = n_block_end_of(tile);
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     typename PipelineKV::PipelineState read_k, read_v;
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
     int tiles_done = 0;
-    for (int64_t round = 0;; ++round) {
-      int64_t index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
+    for (int round = 0;; ++round) {
+      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
       if (index >= num_tiles) break;
       TileCoord tile = scheduler.tile(index);
       int n_block_end = n_block_end_of(tile);

@@ -98,7 +98,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (device < 64) sm_count_of_device[device].store(sm_count, std::memory_order_relaxed);
   }
   dim3 grid(static_cast<unsigned>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count)));
-  params.scheduler.choose_causal_order(static_cast<int>(grid.x), Traits::kBlockM);
+  params.scheduler.plan(static_cast<int>(grid.x), Traits::kBlockM);
   kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
   return check_cuda(cudaGetLastError(), "forward_kernel launch");
 }

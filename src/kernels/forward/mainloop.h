@@ -91,6 +91,8 @@ struct ForwardMainloop {
                                int tiles_loaded) {
     auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, tiles_loaded);
     get<0>(loads)();
+    // Not unrolled: the producer thread has 24 registers.
+#pragma unroll 1
     for (int n_block = n_block_end - 1; n_block >= 0; --n_block) get<1>(loads)(n_block, write);
   }
 

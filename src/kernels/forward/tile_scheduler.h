@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/fast_divmod.h"
 #include "kernels/common/host_device.h"
 
 namespace warpflash::kernels {
@@ -18,56 +19,104 @@ struct TileCoord {
 // CTAs take tiles in rounds of gridDim.x.
 // - Without a causal mask every tile costs the same: m_block runs fastest, so the CTAs
 //   of a round share the K/V of a few heads in L2.
-// - With a causal mask the bottom rows see the most keys. Tiles are ordered longest
-//   first (m_block slowest) and dealt like a snake: even rounds left to right, odd rounds
-//   right to left, so the CTA that got a round's longest tile gets the next round's
-//   shortest. A plain stride gave some CTAs twice the work of others (docs/perf-notes.md).
-//   Short problems may keep m_block fastest instead (choose_causal_order).
+// - With a causal mask a tile's cost grows with its m_block. Two phases:
+//   1. Pairs: m-blocks i and M-1-i of a head together cost M+1 blocks, so a CTA that
+//      takes such a pair (a "unit") does the same work as every other; units are dealt
+//      head by head, so the CTAs of a round read the K/V of a few heads and it stays in
+//      L2. With an odd M the middle m-blocks of two heads make a unit.
+//   2. Tail: the last heads (at least four rounds of tiles) are ordered longest first
+//      (m_block slowest). The CTAs that got one unit less take the first, longest tiles
+//      (about a unit each, so they catch up); then all CTAs take rounds dealt like a
+//      snake, odd rounds reversed, so the short tiles at the end even out the finish.
+//   Short problems with 128-row tiles skip the pairs when the snake alone balances them
+//   and order the tail head by head instead (longest first within a head): measured
+//   better there (docs/perf-notes.md).
+// plan() sets the phases for a grid on the host; the device only multiplies and shifts
+// (FastDivmod): the producer thread that walks this has 24 registers.
+// Tile counts fit in 31 bits (validate.cpp), so all of it is 32-bit.
 struct ForwardTileScheduler {
   int num_m_blocks = 0;
   int heads = 0;
   int batch = 0;
   bool causal = false;
-  bool causal_m_fastest = false;  // set by choose_causal_order
+  // Set by plan():
+  bool tail_heads_together = false;  // tail order: a head's m-blocks together
+  int paired_heads = 0;              // heads (times batch) in phase 1, even
+  int paired_units = 0;              // paired_heads * M / 2
+  int units_per_cta = 0;             // paired_units / ctas
+  int extra_units = 0;               // paired_units % ctas: CTAs below it get one more unit
+  FastDivmod by_m_blocks, by_heads, by_pairs, by_tail_heads;
+
+  ForwardTileScheduler() = default;
+  ForwardTileScheduler(int num_m_blocks_, int heads_, int batch_, bool causal_)
+      : num_m_blocks(num_m_blocks_), heads(heads_), batch(batch_), causal(causal_) {}
 
   WF_HOST_DEVICE static int m_blocks_for(int64_t seqlen_q, int block_m) {
     return static_cast<int>((seqlen_q + block_m - 1) / block_m);
   }
 
-  WF_HOST_DEVICE int64_t num_tiles() const {
-    return static_cast<int64_t>(num_m_blocks) * heads * batch;
+  WF_HOST_DEVICE unsigned num_tiles() const { return unsigned(num_m_blocks) * unsigned(heads) * unsigned(batch); }
+
+  // Host side, for a grid of `ctas` CTAs and tiles of `block_m` rows.
+  void plan(int ctas, int block_m) {
+    if (num_m_blocks == 0) return;
+    by_m_blocks = FastDivmod(num_m_blocks);
+    by_heads = FastDivmod(heads);
+    by_pairs = FastDivmod(num_m_blocks / 2 > 0 ? num_m_blocks / 2 : 1);
+    if (!causal) return;
+    int64_t heads_batch = static_cast<int64_t>(heads) * batch;
+    tail_heads_together = block_m == 128 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
+                          num_tiles() >= 4u * ctas;
+    int64_t tail_heads = (4 * static_cast<int64_t>(ctas) + num_m_blocks - 1) / num_m_blocks;
+    int64_t paired = tail_heads_together || heads_batch <= tail_heads ? 0 : heads_batch - tail_heads;
+    paired_heads = static_cast<int>(paired & ~int64_t(1));
+    paired_units = static_cast<int>(int64_t(paired_heads) / 2 * num_m_blocks);
+    units_per_cta = paired_units / ctas;
+    extra_units = paired_units % ctas;
+    by_tail_heads = FastDivmod(static_cast<unsigned>(heads_batch - paired_heads));
   }
 
-  // Short causal problems (a few m-blocks per head, many heads) may keep m_block fastest,
-  // longest first within each head: a head's K/V is then read by CTAs of the same round
-  // and stays in L2. The snake still balances this order when 2 * ctas is a multiple of
-  // the m-blocks (a CTA's tiles of two rounds add up to num_m_blocks + 1 blocks) and
-  // there are a few full rounds. Measured (docs/perf-notes.md): it helps 128-row tiles
-  // (d=128/256 causal 512-1k: +14-22%) and cost 192-row tiles 2-10%.
-  WF_HOST_DEVICE void choose_causal_order(int ctas, int block_m) {
-    causal_m_fastest = causal && block_m == 128 && num_m_blocks > 0 && num_m_blocks <= 12 &&
-                       (2 * ctas) % num_m_blocks == 0 && num_tiles() >= 4 * ctas;
+  // The linear tile index `cta` (of the `ctas` planned for) computes in `round`;
+  // >= num_tiles() when done (below 2^31 + 2 * ctas).
+  WF_HOST_DEVICE unsigned tile_index(int cta, int ctas, int round) const {
+    if (!causal) return unsigned(round) * ctas + cta;
+    int ahead = cta < extra_units ? 1 : 0;  // got one more unit
+    if (round < 2 * (units_per_cta + ahead)) return 2 * (unsigned(round / 2) * ctas + cta) + (round & 1);
+    // The tail. Rotated so that the CTAs with one unit less come first: they alone take
+    // tail round 0 (its first ctas - extra_units tiles); the others start at round 1.
+    int tail_round = round - 2 * units_per_cta - ahead;
+    int rotated = cta - extra_units + (ahead ? ctas : 0);
+    unsigned in_round = (tail_round & 1) ? ctas - 1 - rotated : rotated;
+    return 2 * unsigned(paired_units) + unsigned(tail_round) * ctas - (tail_round > 0 ? extra_units : 0) + in_round;
   }
 
-  // The linear tile index `cta` (of `ctas`) computes in `round`; >= num_tiles() when done.
-  WF_HOST_DEVICE int64_t tile_index(int cta, int ctas, int64_t round) const {
-    bool reversed = causal && (round & 1);
-    return round * ctas + (reversed ? ctas - 1 - cta : cta);
-  }
-
-  WF_HOST_DEVICE TileCoord tile(int64_t index) const {
-    int m_block;
-    int64_t head_batch;
-    if (causal && !causal_m_fastest) {
-      int64_t heads_batch = static_cast<int64_t>(heads) * batch;
-      m_block = num_m_blocks - 1 - static_cast<int>(index / heads_batch);
-      head_batch = index % heads_batch;
+  WF_HOST_DEVICE TileCoord tile(unsigned index) const {
+    unsigned m_block, head_batch;
+    if (!causal) {
+      head_batch = by_m_blocks.divmod(index, m_block);
+    } else if (index < 2 * unsigned(paired_units)) {
+      unsigned in_group, i, second = index & 1;
+      unsigned group = by_m_blocks.divmod(index >> 1, in_group);  // two heads: M tiles, M units
+      if (in_group < 2 * by_pairs.divisor && num_m_blocks > 1) {   // m-blocks M-1-i, then i
+        head_batch = 2 * group + by_pairs.divmod(in_group, i);
+        m_block = second ? i : num_m_blocks - 1 - i;
+      } else {  // the middle m-blocks of both heads
+        head_batch = 2 * group + second;
+        m_block = num_m_blocks / 2;
+      }
     } else {
-      m_block = static_cast<int>(index % num_m_blocks);
-      if (causal) m_block = num_m_blocks - 1 - m_block;
-      head_batch = index / num_m_blocks;
+      unsigned tail_index = index - 2 * unsigned(paired_units), inner;
+      if (tail_heads_together) {
+        head_batch = paired_heads + by_m_blocks.divmod(tail_index, inner);
+      } else {
+        inner = by_tail_heads.divmod(tail_index, head_batch);
+        head_batch += paired_heads;
+      }
+      m_block = num_m_blocks - 1 - inner;
     }
-    return TileCoord{m_block, static_cast<int>(head_batch % heads), static_cast<int>(head_batch / heads)};
+    unsigned head;
+    unsigned batch_index = by_heads.divmod(head_batch, head);
+    return TileCoord{static_cast<int>(m_block), static_cast<int>(head), static_cast<int>(batch_index)};
   }
 };
 
