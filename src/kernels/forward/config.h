@@ -28,6 +28,9 @@ struct ForwardTileConfig {
   int block_n;              // key rows per K/V tile
   int stages;               // K/V tiles in flight in shared memory
   int consumer_warpgroups;  // warpgroups that run WGMMA and softmax
+  // Q tiles in shared memory: with two the producer loads the next tile's Q while the
+  // consumers still read this one, so short tiles do not wait for Q after every epilogue.
+  int q_stages = 2;
 };
 
 // Chosen by measurement on the H200 (docs/perf-notes.md, "Tile sizes"):
@@ -37,12 +40,12 @@ struct ForwardTileConfig {
 // - d=256: 128 x 64: a 128x256 Q tile, two stages of K and V and the fp32 O accumulator
 //   (128 registers a thread) must fit 227 KB of shared memory and 240 registers; 128 x 80
 //   is 8-10% faster at 16k and up to 15% slower at 512.
-// WARPFLASH_TILES_D<d> (CMake -DWARPFLASH_TILES=...) overrides a head dim's tiles for
+// WARPFLASH_TILES_D<key> (CMake -DWARPFLASH_TILES=...) overrides a kernel's tiles for
 // experiments timed by scripts/compare_builds.sh.
-#define WARPFLASH_TILES_OVERRIDE(d)                                                  \
-  ForwardTileConfig {                                                                \
-    WARPFLASH_TILES_D##d##_M, WARPFLASH_TILES_D##d##_N, WARPFLASH_TILES_D##d##_STAGES, \
-        WARPFLASH_TILES_D##d##_WARPGROUPS                                            \
+#define WARPFLASH_TILES_OVERRIDE(key)                                                        \
+  ForwardTileConfig {                                                                        \
+    WARPFLASH_TILES_D##key##_M, WARPFLASH_TILES_D##key##_N, WARPFLASH_TILES_D##key##_STAGES, \
+        WARPFLASH_TILES_D##key##_WARPGROUPS, WARPFLASH_TILES_D##key##_Q_STAGES               \
   }
 // A second kernel for d=64 causal problems up to 2k queries: 128 x 128 tiles with two
 // consumer warpgroups. Measured (docs/perf-notes.md): +27% at causal 512-1k and +4% at 2k
@@ -55,6 +58,9 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
 }
 
 constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant variant = ForwardVariant::kDefault) {
+#if defined(WARPFLASH_TILES_D64C)
+  if (variant == ForwardVariant::kShortCausal) return WARPFLASH_TILES_OVERRIDE(64C);
+#endif
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
@@ -66,7 +72,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
   if (head_dim == 256) return WARPFLASH_TILES_OVERRIDE(256);
 #endif
   if (head_dim == 64) return ForwardTileConfig{192, 128, 2, 3};
-  return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2};
+  return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
 }
 #undef WARPFLASH_TILES_OVERRIDE
 

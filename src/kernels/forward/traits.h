@@ -67,18 +67,18 @@ struct ForwardTraits {
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
-  // Two Q buffers where shared memory allows: the producer loads the next tile's Q while
-  // the consumers still read this one, so short tiles (seqlen 512, causal) do not wait
-  // for Q after every epilogue.
+  // What a CTA may use of the 227 KB opt-in, leaving room for the barriers.
+  static constexpr int kSharedMemoryBudget = 226 * 1024;
   static constexpr int kSmemQBytes = cute::cosize_v<SmemLayoutQ> * sizeof(Element);
   static constexpr int kSmemKVBytes = 2 * cute::cosize_v<SmemLayoutKV> * sizeof(Element);
-  static constexpr int kStagesQ = 2 * kSmemQBytes + kSmemKVBytes <= 226 * 1024 ? 2 : 1;
+  static constexpr int kStagesQ = kConfig.q_stages;
+  static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
   // O leaves through shared memory and one TMA store per tile where a buffer fits beside
   // Q and K/V (d=64, d=128): the consumers write it with stmatrix and move on while the
   // store drains. Otherwise (d=256) each thread stores its fragment to global memory.
   using SmemLayoutO = SmemLayoutQ;
-  static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= 226 * 1024;
+  static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
   struct NoBuffer {};
   using BufferO = std::conditional_t<kTmaStoreO, cute::array_aligned<Element, cute::cosize_v<SmemLayoutO>, 1024>,
                                      NoBuffer>;
