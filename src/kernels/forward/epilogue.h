@@ -20,7 +20,7 @@ struct ForwardEpilogue {
 
   using SharedStorage = typename Traits::SharedStorage;
   using OutputBarrier = cutlass::arch::NamedBarrier;
-  static constexpr uint32_t kOutputBuffer = static_cast<uint32_t>(ForwardBarrier::kOutputBuffer);
+  static constexpr int kWarpgroupThreads = cutlass::NumThreadsPerWarpGroup;
 
   template <class AccO, int kRows>
   CUTE_DEVICE static void store(Params const& params, SharedStorage& storage, TileCoord tile, int consumer_tid,
@@ -59,36 +59,41 @@ struct ForwardEpilogue {
     }
   }
 
-  // Before the CTA exits: the last TMA store must have read the O buffer.
+  // Before the CTA exits: the last TMA stores must have read the O buffer.
   CUTE_DEVICE static void drain(int consumer_tid) {
     if constexpr (Traits::kTmaStoreO) {
-      if (consumer_tid == 0) tma_store_wait<0>();
+      if (consumer_tid % kWarpgroupThreads == 0) tma_store_wait<0>();
     }
   }
 
  private:
-  // stmatrix into the swizzled O buffer, then one thread stores the tile with TMA (which
-  // clips the rows past seqlen_q) and the consumers go on to the next tile.
+  // Per consumer warpgroup: stmatrix of its 64 rows into its part of the swizzled O
+  // buffer, then its first thread stores them with TMA (which clips the rows past
+  // seqlen_q) and the warpgroup goes on to the next tile.
   template <class FragmentO>
   CUTE_DEVICE static void store_through_shared_memory(Params const& params, SharedStorage& storage, TileCoord tile,
                                                       int consumer_tid, FragmentO const& out) {
-    Tensor sO = make_tensor(make_smem_ptr(storage.o.data()), typename Traits::SmemLayoutO{});
+    int warpgroup = consumer_tid / kWarpgroupThreads;
+    int warpgroup_tid = consumer_tid % kWarpgroupThreads;
+    uint32_t buffer_barrier = static_cast<uint32_t>(ForwardBarrier::kOutputBuffer0) + warpgroup;
+    using SmemLayout = typename Traits::SmemLayoutOWarpgroup;
+    Tensor sO = make_tensor(make_smem_ptr(storage.o.data() + warpgroup * cosize_v<SmemLayout>), SmemLayout{});
     // The previous tile's store must have read the buffer before it is overwritten.
-    if (consumer_tid == 0) tma_store_wait<0>();
-    OutputBarrier::sync(Traits::kConsumerThreads, kOutputBuffer);
+    if (warpgroup_tid == 0) tma_store_wait<0>();
+    OutputBarrier::sync(kWarpgroupThreads, buffer_barrier);
 
-    auto copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, typename Traits::TiledMmaPV{});
-    auto thr_copy_o = copy_o.get_thread_slice(consumer_tid);
+    auto copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, typename Traits::TiledMmaPVWarpgroup{});
+    auto thr_copy_o = copy_o.get_thread_slice(warpgroup_tid);
     Tensor tOrO = thr_copy_o.retile_S(out);
     Tensor tOsO = thr_copy_o.partition_D(sO);
     copy(copy_o, tOrO, tOsO);
     tma_store_fence();  // the generic-proxy writes become visible to the TMA unit
-    OutputBarrier::sync(Traits::kConsumerThreads, kOutputBuffer);
+    OutputBarrier::sync(kWarpgroupThreads, buffer_barrier);
 
-    if (consumer_tid == 0) {
+    if (warpgroup_tid == 0) {
       Tensor mO = params.tma_o.get_tma_tensor(params.shape_q)(_, _, tile.head, tile.batch);
-      Tensor gO = local_tile(mO, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
-                             make_coord(tile.m_block, _0{}));
+      Tensor gO = local_tile(mO, Shape<_64, typename Traits::HeadDim>{},
+                             make_coord(tile.m_block * Traits::kConsumerWarpgroups + warpgroup, _0{}));
       auto tma_o = params.tma_o.get_slice(_0{});
       copy(params.tma_o, tma_o.partition_S(sO), tma_o.partition_D(gO));
       tma_store_arrive();

@@ -69,8 +69,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
                                          static_cast<int>(shape.heads_q), static_cast<int>(shape.batch)),
                               make_stride(args.o.seqlen_stride, _1{}, args.o.head_stride, args.o.batch_stride));
     auto gO = make_tensor(make_gmem_ptr(static_cast<Element*>(args.o.data)), layout);
-    params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutO{},
-                                 Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{});
+    params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
+                                 Shape<_64, typename Traits::HeadDim>{}, _1{});
   }
 
   auto kernel = forward_kernel<Traits>;

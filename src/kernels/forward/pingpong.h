@@ -12,7 +12,7 @@ namespace warpflash::kernels {
 // Named barrier IDs of the forward kernel (CUTLASS offsets them past its reserved IDs).
 enum class ForwardBarrier : uint32_t {
   kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w (up to 3)
-  kOutputBuffer = 3,   // all consumers: the shared-memory O buffer is free / written
+  kOutputBuffer0 = 3,  // consumer warpgroup w's part of the O buffer is free / written: 3 + w
 };
 
 template <int kConsumerWarpgroups>

@@ -74,14 +74,20 @@ struct ForwardTraits {
   static constexpr int kStagesQ = kConfig.q_stages;
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
-  // O leaves through shared memory and one TMA store per tile where a buffer fits beside
-  // Q and K/V (d=64, d=128): the consumers write it with stmatrix and move on while the
-  // store drains. Otherwise (d=256) each thread stores its fragment to global memory.
-  using SmemLayoutO = SmemLayoutQ;
+  // O leaves through shared memory and a TMA store where a buffer fits beside Q and K/V
+  // (d=64, d=128): each consumer warpgroup writes its 64 rows with stmatrix into its own
+  // part of the buffer and stores them, so no warpgroup waits for another at the end of a
+  // tile. Otherwise (d=256) each thread stores its fragment to global memory.
+  using SmemLayoutOWarpgroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}));
   static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
+  // One warpgroup's share of O = P V, for partitioning its 64 rows.
+  using TiledMmaPVWarpgroup = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>, GMMA::Major::K,
+                           GMMA::Major::MN>()));
   struct NoBuffer {};
-  using BufferO = std::conditional_t<kTmaStoreO, cute::array_aligned<Element, cute::cosize_v<SmemLayoutO>, 1024>,
-                                     NoBuffer>;
+  using BufferO = std::conditional_t<
+      kTmaStoreO, cute::array_aligned<Element, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
+      NoBuffer>;
 
   struct SharedStorage {
     cute::array_aligned<Element, kStagesQ * cute::cosize_v<SmemLayoutQ>, 1024> q;
@@ -107,7 +113,8 @@ struct ForwardTraits {
   using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
                                        Shape<BlockN, HeadDim>{}, _1{}));
   using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}));
-  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutO{}, Shape<BlockM, HeadDim>{}, _1{}));
+  using TmaO =
+      decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpgroup{}, Shape<_64, HeadDim>{}, _1{}));
 
   struct Params {
     TmaQ tma_q;
