@@ -127,13 +127,19 @@ struct ForwardMainloop {
     Tensor acc_o_rc = rowcol_view(acc_o);
     AttentionMask const& mask = params.mask;
     int row_base = tile.m_block * Traits::kBlockM;
+    // One key limit per row, then one compare and select per score: written as
+    // mask.visible(row, col) per element, the compiler branched around every score and
+    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
     auto mask_block = [&](int n_block) {
       if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
       int col_base = n_block * Traits::kBlockN;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_s_rc); ++i) {
-        auto coord = tScS_rc(i);
-        if (!mask.visible(row_base + get<0>(coord), col_base + get<1>(coord))) acc_s_rc(i) = -INFINITY;
+      for (int r = 0; r < size<0>(acc_s_rc); ++r) {
+        int key_end = mask.key_end(row_base + get<0>(tScS_rc(r, 0))) - col_base;
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 0; c < size<1>(acc_s_rc); ++c) {
+          if (get<1>(tScS_rc(r, c)) >= key_end) acc_s_rc(r, c) = -INFINITY;
+        }
       }
     };
     // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.

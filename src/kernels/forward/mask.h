@@ -14,9 +14,13 @@ struct AttentionMask {
   // Causal masks align to the bottom-right corner: the last query sees every key.
   WF_HOST_DEVICE int diagonal_offset() const { return seqlen_k - seqlen_q; }
 
-  WF_HOST_DEVICE bool visible(int row, int col) const {
-    return col < seqlen_k && (!causal || col <= row + diagonal_offset());
+  // One past the last key that query `row` sees (<= 0: none).
+  WF_HOST_DEVICE int key_end(int row) const {
+    int causal_end = row + diagonal_offset() + 1;
+    return causal && causal_end < seqlen_k ? causal_end : seqlen_k;
   }
+
+  WF_HOST_DEVICE bool visible(int row, int col) const { return col < key_end(row); }
 
   // One past the last K/V block that any row of the Q tile sees (0: the tile sees none).
   WF_HOST_DEVICE int n_block_end(int m_block, int block_m, int block_n) const {
