@@ -107,7 +107,8 @@ Status forward(const ForwardArgs& args) {
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
   kernels::ForwardVariant variant =
-      kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q);
+      kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
+                               args.shape.seqlen_k);
   return find_forward_launcher(args.dtype, args.shape.head_dim, variant)(args, scale);
 }
 

@@ -217,25 +217,32 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 }
 
 TEST(TileConfig, FitsTheHardware) {
-  for (int d : {64, 128, 256}) {
-    for (ForwardVariant variant : {ForwardVariant::kDefault, ForwardVariant::kShortCausal}) {
-      if (variant == ForwardVariant::kShortCausal && d != 64) continue;  // compiled for d=64 only
-      ForwardTileConfig c = forward_tile_config(d, variant);
-      EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
-      EXPECT_EQ(c.block_n % 16, 0);
-      // Q tile + stages of K and V, 2-byte elements, under 227 KB.
-      EXPECT_LE((c.block_m + 2 * c.stages * c.block_n) * d * 2, 227 * 1024);
-    }
+  const std::pair<int, ForwardVariant> kernels[] = {{64, ForwardVariant::kDefault},  {64, ForwardVariant::kShortCausal},
+                                                    {128, ForwardVariant::kDefault}, {128, ForwardVariant::kLong},
+                                                    {256, ForwardVariant::kDefault}};
+  for (auto [d, variant] : kernels) {
+    ForwardTileConfig c = forward_tile_config(d, variant);
+    EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
+    EXPECT_EQ(c.block_n % 16, 0);
+    EXPECT_GE(c.q_stages, 1);
+    // Q tiles + stages of K and V, 2-byte elements, under 227 KB.
+    EXPECT_LE((c.q_stages * c.block_m + 2 * c.stages * c.block_n) * d * 2, 227 * 1024) << d;
   }
 }
 
-TEST(TileConfig, ShortCausalVariantOnlyForD64CausalUpTo2k) {
-  EXPECT_EQ(forward_variant(64, true, 2048), ForwardVariant::kShortCausal);
-  EXPECT_EQ(forward_variant(64, true, 1), ForwardVariant::kShortCausal);
-  EXPECT_EQ(forward_variant(64, true, 2049), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_variant(64, false, 512), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_variant(128, true, 512), ForwardVariant::kDefault);
+TEST(TileConfig, VariantsByHeadDimAndLength) {
+  EXPECT_EQ(forward_variant(64, true, 2048, 2048), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 1, 1), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 2049, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 512, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, true, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 512, 8191), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);
+  EXPECT_EQ(forward_variant(128, true, 16384, 16384), ForwardVariant::kLong);
+  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kDefault);
   EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLong).block_m, 128);
 }
 
 }  // namespace

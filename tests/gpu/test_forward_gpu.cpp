@@ -42,6 +42,8 @@ const Shape kShapes[] = {
     // Enough heads (23 x 8) for the causal pair phase with an odd m-block count (5 of 128
     // rows: pairs and units of two heads' middle m-blocks) and the tail after it.
     {23, 640, 640, 8, 2, false},
+    // At least 8k keys: d=128's long kernel (128 x 160 tiles), a partial last K/V block.
+    {1, 300, 8250, 2, 1, false},
 };
 
 using Param = std::tuple<DType, int, bool, Shape>;

@@ -47,14 +47,18 @@ struct ForwardTileConfig {
     WARPFLASH_TILES_D##key##_M, WARPFLASH_TILES_D##key##_N, WARPFLASH_TILES_D##key##_STAGES, \
         WARPFLASH_TILES_D##key##_WARPGROUPS, WARPFLASH_TILES_D##key##_Q_STAGES               \
   }
-// A second kernel for d=64 causal problems up to 2k queries: 128 x 128 tiles with two
-// consumer warpgroups. Measured (docs/perf-notes.md): +27% at causal 512-1k and +4% at 2k
-// over 192-row tiles, -9% at 8k.
-enum class ForwardVariant { kDefault, kShortCausal };
+// Second kernels per head dim, chosen by problem size (docs/perf-notes.md):
+// - kShortCausal, d=64 causal problems up to 2k queries: 128 x 128 tiles with two
+//   consumer warpgroups; +27% at causal 512-1k and +4% at 2k over 192-row tiles, -9% at 8k.
+// - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
+//   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
+enum class ForwardVariant { kDefault, kShortCausal, kLong };
 constexpr int kShortCausalMaxSeqlen = 2048;
-constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q) {
-  return head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen ? ForwardVariant::kShortCausal
-                                                                        : ForwardVariant::kDefault;
+constexpr int kLongMinSeqlenK = 8192;
+constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
+  if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
+  if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
+  return ForwardVariant::kDefault;
 }
 
 constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant variant = ForwardVariant::kDefault) {
@@ -62,6 +66,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
   if (variant == ForwardVariant::kShortCausal) return WARPFLASH_TILES_OVERRIDE(64C);
 #endif
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
+  if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif
