@@ -219,7 +219,7 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 TEST(TileConfig, FitsTheHardware) {
   const std::pair<int, ForwardVariant> kernels[] = {{64, ForwardVariant::kDefault},  {64, ForwardVariant::kShortCausal},
                                                     {128, ForwardVariant::kDefault}, {128, ForwardVariant::kLong},
-                                                    {256, ForwardVariant::kDefault}};
+                                                    {256, ForwardVariant::kDefault}, {256, ForwardVariant::kShort}};
   for (auto [d, variant] : kernels) {
     ForwardTileConfig c = forward_tile_config(d, variant);
     EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
@@ -241,6 +241,9 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);
   EXPECT_EQ(forward_variant(128, true, 16384, 16384), ForwardVariant::kLong);
   EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 16384, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, true, 512, 2048), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 1, 1), ForwardVariant::kShort);
   EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
   EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLong).block_m, 128);
 }

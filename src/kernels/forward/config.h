@@ -52,12 +52,16 @@ struct ForwardTileConfig {
 //   consumer warpgroups; +27% at causal 512-1k and +4% at 2k over 192-row tiles, -9% at 8k.
 // - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
 //   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
-enum class ForwardVariant { kDefault, kShortCausal, kLong };
+// - kShort, d=256 with at most 2k keys: 128 x 48 tiles, which leave room for the O buffer
+//   (TMA-store epilogue); +14-23% at 512, +3-14% at 1k, -4-8% from 4k.
+enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kLongMinSeqlenK = 8192;
+constexpr int kShortMaxSeqlenK = 2048;
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
+  if (head_dim == 256 && seqlen_k <= kShortMaxSeqlenK) return ForwardVariant::kShort;
   return ForwardVariant::kDefault;
 }
 
@@ -67,6 +71,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
 #endif
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
+  if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 48, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif
