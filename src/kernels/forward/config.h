@@ -39,7 +39,7 @@ struct ForwardTileConfig {
 // - d=128: 128 x 128; 128 x 160 / 176 gain 2-4% at 8k-16k but lose 7-25% below 4k.
 // - d=256: 128 x 64: a 128x256 Q tile, two stages of K and V and the fp32 O accumulator
 //   (128 registers a thread) must fit 227 KB of shared memory and 240 registers; 128 x 80
-//   is 8-10% faster at 16k and up to 15% slower at 512.
+//   is 5-20% faster from 1k keys but its consumers spill (20-28 bytes).
 // WARPFLASH_TILES_D<key> (CMake -DWARPFLASH_TILES=...) overrides a kernel's tiles for
 // experiments timed by scripts/compare_builds.sh.
 #define WARPFLASH_TILES_OVERRIDE(key)                                                        \

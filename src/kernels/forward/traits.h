@@ -75,9 +75,9 @@ struct ForwardTraits {
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
   // O leaves through shared memory and a TMA store where a buffer fits beside Q and K/V
-  // (d=64, d=128): each consumer warpgroup writes its 64 rows with stmatrix into its own
+  // (all kernels but d=256's default): each consumer warpgroup writes its 64 rows with stmatrix into its own
   // part of the buffer and stores them, so no warpgroup waits for another at the end of a
-  // tile. Otherwise (d=256) each thread stores its fragment to global memory.
+  // tile. Otherwise each thread stores its fragment to global memory.
   using SmemLayoutOWarpgroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}));
   static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
   // One warpgroup's share of O = P V, for partitioning its 64 rows.
