@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call of a development round (kept in the repo so runs are reproducible):
 #   scripts/device_round.sh BUILD [EXPERIMENT_BUILD...]
+# (from this machine: scripts/stage_builds.sh BUILD ..., then the device tool runs this with
+# build-stage/BUILD ... and carry ["build-stage"])
 # Steps (ROUND_STEPS, default all):
 #   check       GPU tests, SASS and the C++ benchmark with its cuDNN/FA2 comparison
 #               (gpu_check.sh) on BUILD;
