@@ -53,10 +53,9 @@ struct ForwardTraits {
   using TiledMmaQK = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockN, HeadDim>>(), MmaWarpgroups{}));
   // O += P V: P from registers, V read transposed (MN-major) from its row-major tile.
-  using TiledMmaPV = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>, GMMA::Major::K,
-                           GMMA::Major::MN>(),
-      MmaWarpgroups{}));
+  using MmaAtomPV = decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>,
+                                                  GMMA::Major::K, GMMA::Major::MN>());
+  using TiledMmaPV = decltype(make_tiled_mma(MmaAtomPV{}, MmaWarpgroups{}));
 
   using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<BlockM, HeadDim>{}));
@@ -75,15 +74,13 @@ struct ForwardTraits {
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
   // O leaves through shared memory and a TMA store where a buffer fits beside Q and K/V
-  // (all kernels but d=256's default): each consumer warpgroup writes its 64 rows with stmatrix into its own
-  // part of the buffer and stores them, so no warpgroup waits for another at the end of a
-  // tile. Otherwise each thread stores its fragment to global memory.
+  // (all kernels but d=256's default): each consumer warpgroup writes its 64 rows with
+  // stmatrix into its own part of the buffer and stores them, so no warpgroup waits for
+  // another at the end of a tile. Otherwise each thread stores its fragment to global memory.
   using SmemLayoutOWarpgroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}));
   static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
   // One warpgroup's share of O = P V, for partitioning its 64 rows.
-  using TiledMmaPVWarpgroup = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>, GMMA::Major::K,
-                           GMMA::Major::MN>()));
+  using TiledMmaPVWarpgroup = decltype(make_tiled_mma(MmaAtomPV{}));
   struct NoBuffer {};
   using BufferO = std::conditional_t<
       kTmaStoreO, cute::array_aligned<Element, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
