@@ -106,10 +106,7 @@ Status forward(const ForwardArgs& args) {
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
-  kernels::ForwardVariant variant =
-      kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
-                               args.shape.seqlen_k);
-  return find_forward_launcher(args.dtype, args.shape.head_dim, variant)(args, scale);
+  return find_forward_launcher(args.dtype, args.shape.head_dim, forward_variant_of(args))(args, scale);
 }
 
 }  // namespace warpflash

@@ -89,10 +89,7 @@ Status validate_forward(const ForwardArgs& args) {
                           " is not 4-byte aligned (an fp32 array is required)"));
   }
 
-  int head_dim = static_cast<int>(s.head_dim);
-  int64_t block_m =
-      kernels::forward_tile_config(head_dim, kernels::forward_variant(head_dim, args.causal, s.seqlen_q, s.seqlen_k))
-          .block_m;
+  int64_t block_m = kernels::forward_tile_config(static_cast<int>(s.head_dim), forward_variant_of(args)).block_m;
   int64_t tiles = (s.seqlen_q + block_m - 1) / block_m * s.heads_q * s.batch;
   if (tiles > limits::kMaxTiles) {
     return invalid(concat("batch * heads_q * ceil(seqlen_q / ", block_m, ") = ", tiles, " tiles exceeds ",

@@ -37,9 +37,11 @@ struct ForwardTileConfig {
 // - d=64: 192 query rows in three consumer warpgroups (160 registers each suffice for
 //   the small S and O accumulators); +7-22% over 128 x 128 except short causal problems.
 // - d=128: 128 x 128; 128 x 160 / 176 gain 2-4% at 8k-16k but lose 7-25% below 4k.
-// - d=256: 128 x 64: a 128x256 Q tile, two stages of K and V and the fp32 O accumulator
-//   (128 registers a thread) must fit 227 KB of shared memory and 240 registers; 128 x 80
-//   is 5-20% faster from 1k keys but its consumers spill (20-28 bytes).
+// - d=256: 128 x 80 with one Q buffer: a 128x256 Q tile, two stages of K and V and the
+//   fp32 O accumulator (128 registers a thread) fill 224 KB of shared memory and the
+//   consumers' 240 registers (spill-free only since the consumers keep one pipeline state,
+//   no tile counter and recompute the tile's coordinates); 5-20% faster than 128 x 64
+//   from 1k keys.
 // WARPFLASH_TILES_D<key> (CMake -DWARPFLASH_TILES=...) overrides a kernel's tiles for
 // experiments timed by scripts/compare_builds.sh.
 #define WARPFLASH_TILES_OVERRIDE(key)                                                        \
@@ -52,16 +54,17 @@ struct ForwardTileConfig {
 //   consumer warpgroups; +27% at causal 512-1k and +4% at 2k over 192-row tiles, -9% at 8k.
 // - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
 //   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
-// - kShort, d=256 with at most 2k keys: 128 x 48 tiles, which leave room for the O buffer
-//   (TMA-store epilogue); +14-23% at 512, +3-14% at 1k, -4-8% from 4k.
+// - kShort, d=256 with at most 1k keys (2k causal): 128 x 48 tiles, which leave room for
+//   the O buffer (TMA-store epilogue); +14-23% over 128 x 64 at 512 and +3-14% at 1k.
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kLongMinSeqlenK = 8192;
-constexpr int kShortMaxSeqlenK = 2048;
+constexpr int kShortMaxSeqlenK = 1024;
+constexpr int kShortMaxSeqlenKCausal = 2048;
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
-  if (head_dim == 256 && seqlen_k <= kShortMaxSeqlenK) return ForwardVariant::kShort;
+  if (head_dim == 256 && seqlen_k <= (causal ? kShortMaxSeqlenKCausal : kShortMaxSeqlenK)) return ForwardVariant::kShort;
   return ForwardVariant::kDefault;
 }
 
@@ -82,7 +85,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
   if (head_dim == 256) return WARPFLASH_TILES_OVERRIDE(256);
 #endif
   if (head_dim == 64) return ForwardTileConfig{192, 128, 2, 3};
-  return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
+  return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1};
 }
 #undef WARPFLASH_TILES_OVERRIDE
 

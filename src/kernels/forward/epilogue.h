@@ -22,20 +22,33 @@ struct ForwardEpilogue {
   using OutputBarrier = cutlass::arch::NamedBarrier;
   static constexpr int kWarpgroupThreads = cutlass::NumThreadsPerWarpGroup;
 
-  template <class AccO, int kRows>
-  CUTE_DEVICE static void store(Params const& params, SharedStorage& storage, TileCoord tile, int consumer_tid,
-                                AccO const& acc_o, float const (&lse)[kRows]) {
-    typename Traits::TiledMmaPV mma_pv;
-    auto thr_pv = mma_pv.get_thread_slice(consumer_tid);
-    Tensor cO = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
-    Tensor tOcO = thr_pv.partition_C(cO);
-    Tensor out = convert_fragment<Element>(acc_o);
-
+  // The LSE first, so that its registers are free before O is converted.
+  template <int kRows>
+  CUTE_DEVICE static void store_lse(Params const& params, TileCoord tile, int consumer_tid,
+                                    float const (&lse)[kRows]) {
+    if (params.lse == nullptr || threadIdx.x % 4 != 0) return;
     int seqlen_q = params.mask.seqlen_q;
     int row_base = tile.m_block * Traits::kBlockM;
+    Tensor tOcO = output_coordinates(consumer_tid);
+    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+    float* lse_head = params.lse + (int64_t(tile.batch) * params.scheduler.heads + tile.head) * seqlen_q;
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      int row = row_base + get<0>(tOcO_rc(r, 0));
+      if (row < seqlen_q) lse_head[row] = lse[r];
+    }
+  }
+
+  template <class AccO>
+  CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, int consumer_tid,
+                                  AccO const& acc_o) {
+    Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
       store_through_shared_memory(params, storage, tile, consumer_tid, out);
     } else {
+      int seqlen_q = params.mask.seqlen_q;
+      int row_base = tile.m_block * Traits::kBlockM;
+      Tensor tOcO = output_coordinates(consumer_tid);
       Element* o_head = params.o + tile.batch * params.o_batch_stride + tile.head * params.o_head_stride;
       // Each thread holds column pairs: one 4-byte store each.
       CUTLASS_PRAGMA_UNROLL
@@ -48,15 +61,6 @@ struct ForwardEpilogue {
         }
       }
     }
-
-    if (params.lse == nullptr || threadIdx.x % 4 != 0) return;
-    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
-    float* lse_head = params.lse + (int64_t(tile.batch) * params.scheduler.heads + tile.head) * seqlen_q;
-    CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      int row = row_base + get<0>(tOcO_rc(r, 0));
-      if (row < seqlen_q) lse_head[row] = lse[r];
-    }
   }
 
   // Before the CTA exits: the last TMA stores must have read the O buffer.
@@ -67,6 +71,13 @@ struct ForwardEpilogue {
   }
 
  private:
+  // (row, column) in the tile of every O element this thread holds.
+  CUTE_DEVICE static auto output_coordinates(int consumer_tid) {
+    typename Traits::TiledMmaPV mma_pv;
+    Tensor cO = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+    return mma_pv.get_thread_slice(consumer_tid).partition_C(cO);
+  }
+
   // Per consumer warpgroup: stmatrix of its 64 rows into its part of the swizzled O
   // buffer, then its first thread stores them with TMA (which clips the rows past
   // seqlen_q) and the warpgroup goes on to the next tile.

@@ -63,23 +63,24 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
-    int tiles_loaded = 0;
     for (int round = 0;; ++round) {
       unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
       if (index >= num_tiles) break;
       TileCoord tile = scheduler.tile(index);
       int n_block_end = n_block_end_of(tile);
-      if (n_block_end == 0) continue;
-      Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, tiles_loaded++);
+      if (n_block_end == 0) {
+        Mainloop::pass_q_empty_tile_producer(storage, round);
+      } else {
+        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, round);
+      }
     }
   } else {
     if constexpr (kWarpSpecialization) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
     int consumer_tid = threadIdx.x - Traits::kProducerThreads;
     PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
     pingpong.start();
-    typename PipelineKV::PipelineState read_k, read_v;
+    typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
-    int tiles_done = 0;
     for (int round = 0;; ++round) {
       unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
       if (index >= num_tiles) break;
@@ -91,33 +92,41 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
       OnlineSoftmax<kRows> softmax(params.scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
-      if (n_block_end > 0) {
+      if (n_block_end == 0) {
+        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round);
+        Mainloop::pass_q_empty_tile_consumer(storage, round);
+      } else {
         if constexpr (kWarpSpecialization) {
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
-                        tiles_done, consumer_tid, acc_o, softmax, [](int) {});
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_end, round,
+                        consumer_tid, acc_o, softmax, [](int) {});
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
-          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, tiles_done);
+          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
           auto& load_q = get<0>(loads);
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {
             load_q();
             for (int i = 0; i < Traits::kStages && i < n_block_end; ++i) load_kv(n_block_end - 1 - i, write);
           }
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, read_v, pingpong, tile, n_block_end,
-                        tiles_done, consumer_tid, acc_o, softmax, [&](int n_block) {
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_end, round,
+                        consumer_tid, acc_o, softmax, [&](int n_block) {
                           if (is_consumer_that_loads && n_block >= Traits::kStages) {
                             load_kv(n_block - Traits::kStages, write);
                           }
                         });
         }
-        ++tiles_done;
       }
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);
       softmax.finalize(acc_o_rc, lse);
-      ForwardEpilogue<Traits>::store(params, storage, tile, consumer_tid, acc_o, lse);
+      // The tile's coordinates again from its index: cheaper than holding three more
+      // registers through the main loop (the empty asm keeps the compiler from reusing
+      // the ones computed before it), which d=256's 128 x 80 tiles cannot spare.
+      asm volatile("" : "+r"(index));
+      tile = scheduler.tile(index);
+      ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
+      ForwardEpilogue<Traits>::store_o(params, storage, tile, consumer_tid, acc_o);
     }
     ForwardEpilogue<Traits>::drain(consumer_tid);
   }

@@ -15,14 +15,13 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-template <class Traits>
-typename Traits::GmemTensor make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads,
-                                             int64_t batch) {
-  using Element = typename Traits::Element;
+// A (seqlen, head_dim, heads, batch) view as TMA sees it; Element is const for the inputs.
+template <class Traits, class Element = typename Traits::Element const>
+auto make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads, int64_t batch) {
   auto layout = make_layout(
       make_shape(static_cast<int>(seqlen), typename Traits::HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
       make_stride(view.seqlen_stride, _1{}, view.head_stride, view.batch_stride));
-  return make_tensor(make_gmem_ptr(static_cast<Element const*>(view.data)), layout);
+  return make_tensor(make_gmem_ptr(static_cast<Element*>(view.data)), layout);
 }
 
 inline Status check_cuda(cudaError_t error, const char* what) {
@@ -65,10 +64,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   };
 
   if constexpr (Traits::kTmaStoreO) {
-    auto layout = make_layout(make_shape(static_cast<int>(shape.seqlen_q), typename Traits::HeadDim{},
-                                         static_cast<int>(shape.heads_q), static_cast<int>(shape.batch)),
-                              make_stride(args.o.seqlen_stride, _1{}, args.o.head_stride, args.o.batch_stride));
-    auto gO = make_tensor(make_gmem_ptr(static_cast<Element*>(args.o.data)), layout);
+    auto gO = make_gmem_tensor<Traits, Element>(args.o, shape.seqlen_q, shape.heads_q, shape.batch);
     params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
                                  Shape<_64, typename Traits::HeadDim>{}, _1{});
   }

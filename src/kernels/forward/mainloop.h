@@ -26,21 +26,46 @@ struct ForwardMainloop {
   using PipelineState = typename PipelineKV::PipelineState;
   using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
 
-  // The Q buffer of a CTA's n-th tile with work, and the phase of its barriers.
-  CUTE_DEVICE static int q_stage(int n) { return n % Traits::kStagesQ; }
-  CUTE_DEVICE static int q_phase(int n) { return (n / Traits::kStagesQ) & 1; }
-  CUTE_DEVICE static auto smem_q(SharedStorage& storage, int n) {
-    return make_tensor(make_smem_ptr(storage.q.data() + q_stage(n) * cosize_v<typename Traits::SmemLayoutQ>),
+  // The Q buffer of a CTA's tile in `round`, and the phase of its barriers. Every round
+  // passes through the Q barriers, also a tile without work (see pass_q), so that the
+  // round alone names the buffer: the consumers need no counter of their own for it.
+  CUTE_DEVICE static int q_stage(int round) { return round % Traits::kStagesQ; }
+  CUTE_DEVICE static int q_phase(int round) { return (round / Traits::kStagesQ) & 1; }
+  CUTE_DEVICE static auto smem_q(SharedStorage& storage, int round) {
+    return make_tensor(make_smem_ptr(storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>),
                        typename Traits::SmemLayoutQ{});
   }
 
+  // The Q barriers of a round whose tile has no work (it sees no key): the loading thread
+  // marks the buffer full without loading, each consumer thread releases it unread.
+  CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round) {
+    wait_q_empty(storage, round);
+    cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_full[q_stage(round)]);
+  }
+  CUTE_DEVICE static void pass_q_empty_tile_consumer(SharedStorage& storage, int round) {
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(round)]);
+  }
+  CUTE_DEVICE static void wait_q_empty(SharedStorage& storage, int round) {
+    if (round >= Traits::kStagesQ) {
+      cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[q_stage(round)], q_phase(round - Traits::kStagesQ));
+    }
+  }
+
+  // The V stage that goes with K stage `read_k` minus one: V trails K by one block, and
+  // deriving its state saves the consumers the registers of a second one.
+  CUTE_DEVICE static PipelineState previous(PipelineState read_k) {
+    bool wraps = read_k.index() == 0;
+    return PipelineState(wraps ? Traits::kStages - 1 : read_k.index() - 1, read_k.phase() ^ (wraps ? 1u : 0u), 0);
+  }
+
   // The loads of one tile, issued by one thread: load_q() for its Q tile (into the buffer
-  // of the CTA's `tiles_loaded`-th tile with work), load_kv(n_block, write) for one K/V
+  // of the CTA's `round`), load_kv(n_block, write) for one K/V
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
   // still count in full towards the barriers' transaction bytes.
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                     PipelineKV& pipeline_v, TileCoord tile, int tiles_loaded) {
-    Tensor sQ = smem_q(storage, tiles_loaded);
+                                     PipelineKV& pipeline_v, TileCoord tile, int round) {
+    Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
 
@@ -65,10 +90,8 @@ struct ForwardMainloop {
     Tensor tVsV = tma_v.partition_D(sV);
 
     auto load_q = [=, &params, &storage]() mutable {
-      int stage = q_stage(tiles_loaded);
-      if (tiles_loaded >= Traits::kStagesQ) {
-        cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[stage], q_phase(tiles_loaded - Traits::kStagesQ));
-      }
+      int stage = q_stage(round);
+      wait_q_empty(storage, round);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
       copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
     };
@@ -88,8 +111,8 @@ struct ForwardMainloop {
   // visiting order, as fast as the ring frees up.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
-                               int tiles_loaded) {
-    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, tiles_loaded);
+                               int round) {
+    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
     get<0>(loads)();
     // Not unrolled: the producer thread has 24 registers.
 #pragma unroll 1
@@ -97,15 +120,15 @@ struct ForwardMainloop {
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
-  // with work; `tiles_done` counts the earlier ones. Leaves the unnormalized O in acc_o;
+  // with work (the CTA's tile in `round`). Leaves the unnormalized O in acc_o;
   // the caller finalizes the softmax. after_block(n_block) runs once this thread has
   // released K/V block n_block (the kernel without warp specialization loads there).
   template <class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                              PipelineKV& pipeline_v, PipelineState& read_k, PipelineState& read_v,
-                              Pingpong const& pingpong, TileCoord tile, int n_block_end, int tiles_done,
-                              int consumer_tid, AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
-    Tensor sQ = smem_q(storage, tiles_done);
+                              PipelineKV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
+                              TileCoord tile, int n_block_end, int round, int consumer_tid, AccO& acc_o,
+                              Softmax& softmax, AfterBlock&& after_block) {
+    Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
 
@@ -152,9 +175,9 @@ struct ForwardMainloop {
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.
     auto release_q_after = [&](int n_block) {
-      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(tiles_done)]);
+      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(round)]);
     };
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(tiles_done)], q_phase(tiles_done));
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = n_block_end - 1;
@@ -175,6 +198,7 @@ struct ForwardMainloop {
     // issued before O += P V of this one, and the softmax of the next block runs while
     // the PV GEMM is still on the tensor cores.
     for (--n_block; n_block >= 0; --n_block) {
+      PipelineState read_v = previous(read_k);
       pipeline_k.consumer_wait(read_k);
       pipeline_v.consumer_wait(read_v);
       pingpong.wait_turn();
@@ -193,12 +217,12 @@ struct ForwardMainloop {
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);
       pipeline_v.consumer_release(read_v);
-      ++read_v;
       after_block(n_block + 1);  // its K went after the previous S, its V just now
       Softmax::rescale(acc_o_rc, correction);
       store_p();
     }
 
+    PipelineState read_v = previous(read_k);  // read_k carries over to the CTA's next tile
     pipeline_v.consumer_wait(read_v);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
@@ -206,7 +230,6 @@ struct ForwardMainloop {
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_o);
     pipeline_v.consumer_release(read_v);
-    ++read_v;  // the pipeline states carry over to the CTA's next tile
     after_block(0);
   }
 };

@@ -78,7 +78,7 @@ struct OnlineSoftmax {
   }
 
   // Normalizes O and returns each row's natural-log LSE; rows that saw no key get
-  // O = 0 and LSE = -inf.
+  // O = 0 and LSE = -inf (their max is -inf and log2(0) = -inf: no select needed).
   template <class TensorO>
   CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows]) {
     CUTLASS_PRAGMA_UNROLL
@@ -86,7 +86,7 @@ struct OnlineSoftmax {
       float sum = quad_allreduce_sum(row_sum[r]);
       bool empty = !(sum > 0.f);
       float inv_sum = empty ? 0.f : 1.f / sum;
-      lse[r] = empty ? -INFINITY : (row_max[r] * scale_log2 + log2f(sum)) * kLn2;
+      lse[r] = (row_max[r] * scale_log2 + log2f(sum)) * kLn2;
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(o); ++c) o(r, c) *= inv_sum;
     }
