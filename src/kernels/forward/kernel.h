@@ -120,11 +120,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);
       softmax.finalize(acc_o_rc, lse);
-      // The tile's coordinates again from its index: cheaper than holding three more
-      // registers through the main loop (the empty asm keeps the compiler from reusing
-      // the ones computed before it), which d=256's 128 x 80 tiles cannot spare.
-      asm volatile("" : "+r"(index));
-      tile = scheduler.tile(index);
+      if constexpr (Traits::kRecomputeTileForEpilogue) {
+        asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
+        tile = scheduler.tile(index);
+      }
       ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
       ForwardEpilogue<Traits>::store_o(params, storage, tile, consumer_tid, acc_o);
     }

@@ -36,6 +36,10 @@ struct ForwardTraits {
   // up to at most 3 x 168 = 504 (24 + 2 x 240) or 4 x 128 = 512 (32 + 3 x 160); with
   // 32 + 2 x 240 the consumers' setmaxnreg.inc waited forever (docs/perf-notes.md).
   static constexpr int kProducerRegisters = 24;
+  // d=256's consumers hold a 128-register O accumulator and have none to spare: they
+  // compute the tile's coordinates again for the epilogue instead of holding them through
+  // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
+  static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
 
