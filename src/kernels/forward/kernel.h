@@ -54,8 +54,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
   unsigned const num_tiles = scheduler.num_tiles();
-  auto n_block_end_of = [&](TileCoord tile) {
-    return params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+  // Producer and consumers walk the same rounds, so their pipeline states and barrier
+  // phases stay in step: visit(round, index, tile, n_block_end) for each of the CTA's tiles.
+  auto for_each_tile = [&](auto&& visit) {
+    for (int round = 0;; ++round) {
+      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
+      if (index >= num_tiles) break;
+      TileCoord tile = scheduler.tile(index);
+      visit(round, index, tile, params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN));
+    }
   };
 
   if (is_producer) {
@@ -63,17 +70,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
-    for (int round = 0;; ++round) {
-      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
-      if (index >= num_tiles) break;
-      TileCoord tile = scheduler.tile(index);
-      int n_block_end = n_block_end_of(tile);
+    for_each_tile([&](int round, unsigned, TileCoord tile, int n_block_end) {
       if (n_block_end == 0) {
         Mainloop::pass_q_empty_tile_producer(storage, round);
       } else {
         Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, round);
       }
-    }
+    });
   } else {
     if constexpr (kWarpSpecialization) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
     int consumer_tid = threadIdx.x - Traits::kProducerThreads;
@@ -81,11 +84,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pingpong.start();
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
-    for (int round = 0;; ++round) {
-      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
-      if (index >= num_tiles) break;
-      TileCoord tile = scheduler.tile(index);
-      int n_block_end = n_block_end_of(tile);
+    for_each_tile([&](int round, unsigned index, TileCoord tile, int n_block_end) {
       typename Traits::TiledMmaPV mma_pv;
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
       clear(acc_o);
@@ -126,7 +125,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
       ForwardEpilogue<Traits>::store_o(params, storage, tile, consumer_tid, acc_o);
-    }
+    });
     ForwardEpilogue<Traits>::drain(consumer_tid);
   }
 }
