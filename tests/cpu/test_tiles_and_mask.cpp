@@ -245,7 +245,8 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(256, true, 512, 2048), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 1, 1), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 2048, 512), ForwardVariant::kShort);
-  EXPECT_EQ(forward_variant(256, false, 512, 513), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 512, 1024), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 512, 1025), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kDefault);
   EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
   EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLong).block_m, 128);

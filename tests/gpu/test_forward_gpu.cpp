@@ -42,8 +42,9 @@ const Shape kShapes[] = {
     // Enough heads (23 x 8) for the causal pair phase with an odd m-block count (5 of 128
     // rows: pairs and units of two heads' middle m-blocks) and the tail after it.
     {23, 640, 640, 8, 2, false},
-    // At least 8k keys: d=128's long kernel (128 x 160 tiles), a partial last K/V block.
-    {1, 300, 8250, 2, 1, false},
+    // At least 8k keys: d=128's long kernel (128 x 160 tiles, one Q buffer), a partial
+    // last K/V block; the second with more tiles than SMs, so CTAs reuse the Q buffer.
+    {1, 300, 8250, 2, 1, false},   {1, 1100, 8250, 16, 2, false},
     // d=256's default kernel (more than 512 keys, 2k causal; 128 x 80 tiles): several tiles
     // per CTA, a partial last K/V block, and causal tiles that see no key.
     {1, 2500, 2100, 8, 2, false},

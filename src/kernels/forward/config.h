@@ -54,13 +54,15 @@ struct ForwardTileConfig {
 //   consumer warpgroups; +27% at causal 512-1k and +4% at 2k over 192-row tiles, -9% at 8k.
 // - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
 //   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
-// - kShort, d=256 with at most 512 keys (2k causal): 128 x 48 tiles, which leave room for
-//   the O buffer (TMA-store epilogue); over 128 x 80 +13% at 512, +25% / +12% at causal
-//   512 / 1k, equal at causal 2k, -3% at non-causal 1k.
+// - kShort, d=256 with at most 1k keys (2k causal): 128 x 64 tiles, O leaving through the
+//   Q buffer (TMA-store epilogue; no room for an O buffer of its own). Over 128 x 80 (O
+//   stored from registers) +15% at 512 and +2% at 1k, +25% / +12% at causal 512 / 1k,
+//   +4% at causal 2k; over 128 x 48 with an O buffer +2% at 512 and +4% at causal 2k,
+//   -2.5% at causal 512.
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kLongMinSeqlenK = 8192;
-constexpr int kShortMaxSeqlenK = 512;
+constexpr int kShortMaxSeqlenK = 1024;
 constexpr int kShortMaxSeqlenKCausal = 2048;
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
@@ -75,7 +77,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
 #endif
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
-  if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 48, 2, 2, /*q_stages=*/1};
+  if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif

@@ -6,6 +6,7 @@
 #include <cutlass/arch/barrier.h>
 
 #include "kernels/forward/fragment.h"
+#include "kernels/forward/mainloop.h"
 #include "kernels/forward/pingpong.h"
 #include "kernels/forward/traits.h"
 
@@ -40,11 +41,11 @@ struct ForwardEpilogue {
   }
 
   template <class AccO>
-  CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, int consumer_tid,
-                                  AccO const& acc_o) {
+  CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, int round,
+                                  int consumer_tid, AccO const& acc_o) {
     Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
-      store_through_shared_memory(params, storage, tile, consumer_tid, out);
+      store_through_shared_memory(params, storage, tile, round, consumer_tid, out);
     } else {
       int seqlen_q = params.mask.seqlen_q;
       int row_base = tile.m_block * Traits::kBlockM;
@@ -83,12 +84,18 @@ struct ForwardEpilogue {
   // seqlen_q) and the warpgroup goes on to the next tile.
   template <class FragmentO>
   CUTE_DEVICE static void store_through_shared_memory(Params const& params, SharedStorage& storage, TileCoord tile,
-                                                      int consumer_tid, FragmentO const& out) {
+                                                      int round, int consumer_tid, FragmentO const& out) {
     int warpgroup = consumer_tid / kWarpgroupThreads;
     int warpgroup_tid = consumer_tid % kWarpgroupThreads;
     uint32_t buffer_barrier = static_cast<uint32_t>(ForwardBarrier::kOutputBuffer0) + warpgroup;
     using SmemLayout = typename Traits::SmemLayoutOWarpgroup;
-    Tensor sO = make_tensor(make_smem_ptr(storage.o.data() + warpgroup * cosize_v<SmemLayout>), SmemLayout{});
+    Element* buffer;
+    if constexpr (Traits::kOInQBuffer) {
+      buffer = storage.q.data() + typename Traits::SmemLayoutQ{}(warpgroup * 64, 0);
+    } else {
+      buffer = storage.o.data() + warpgroup * cosize_v<SmemLayout>;
+    }
+    Tensor sO = make_tensor(make_smem_ptr(buffer), SmemLayout{});
     // The previous tile's store must have read the buffer before it is overwritten.
     if (warpgroup_tid == 0) tma_store_wait<0>();
     OutputBarrier::sync(kWarpgroupThreads, buffer_barrier);
@@ -108,7 +115,10 @@ struct ForwardEpilogue {
       auto tma_o = params.tma_o.get_slice(_0{});
       copy(params.tma_o, tma_o.partition_S(sO), tma_o.partition_D(gO));
       tma_store_arrive();
+      // The next tile's Q may overwrite these rows once the store has read them.
+      if constexpr (Traits::kOInQBuffer) tma_store_wait<0>();
     }
+    if constexpr (Traits::kOInQBuffer) ForwardMainloop<Traits>::release_q(storage, round);
   }
 };
 

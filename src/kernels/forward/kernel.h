@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         tile = scheduler.tile(index);
       }
       ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
-      ForwardEpilogue<Traits>::store_o(params, storage, tile, consumer_tid, acc_o);
+      ForwardEpilogue<Traits>::store_o(params, storage, tile, round, consumer_tid, acc_o);
     });
     ForwardEpilogue<Traits>::drain(consumer_tid);
   }

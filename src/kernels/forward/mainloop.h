@@ -44,6 +44,10 @@ struct ForwardMainloop {
   }
   CUTE_DEVICE static void pass_q_empty_tile_consumer(SharedStorage& storage, int round) {
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    if constexpr (!Traits::kOInQBuffer) release_q(storage, round);
+  }
+  // With O written into the Q buffer the epilogue releases it instead.
+  CUTE_DEVICE static void release_q(SharedStorage& storage, int round) {
     cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(round)]);
   }
   CUTE_DEVICE static void wait_q_empty(SharedStorage& storage, int round) {
@@ -113,10 +117,16 @@ struct ForwardMainloop {
                                PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
                                int round) {
     auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
+    int n_block = n_block_end - 1;
+    // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
+    // epilogue: the first K/V blocks go first, into the ring slots freed before it.
+    if constexpr (Traits::kOInQBuffer) {
+      for (int i = 0; i < Traits::kStages && n_block >= 0; ++i, --n_block) get<1>(loads)(n_block, write);
+    }
     get<0>(loads)();
     // Not unrolled: the producer thread has 24 registers.
 #pragma unroll 1
-    for (int n_block = n_block_end - 1; n_block >= 0; --n_block) get<1>(loads)(n_block, write);
+    for (; n_block >= 0; --n_block) get<1>(loads)(n_block, write);
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
@@ -175,7 +185,7 @@ struct ForwardMainloop {
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.
     auto release_q_after = [&](int n_block) {
-      if (n_block == 0) cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(round)]);
+      if (!Traits::kOInQBuffer && n_block == 0) release_q(storage, round);
     };
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
 

@@ -81,13 +81,21 @@ struct ForwardTraits {
   // (all kernels but d=256's default): each consumer warpgroup writes its 64 rows with
   // stmatrix into its own part of the buffer and stores them, so no warpgroup waits for
   // another at the end of a tile. Otherwise each thread stores its fragment to global memory.
-  using SmemLayoutOWarpgroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}));
-  static constexpr bool kTmaStoreO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
+  static constexpr bool kOwnBufferO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
+  // With one Q buffer and no room for an O buffer (d=256's 128 x 64 short kernel), each
+  // warpgroup writes its O into its own 64 rows of the Q buffer, which only its own
+  // S = Q K^T GEMMs read; the producer loads the next Q once the TMA stores have read them.
+  // Not d=256's 128 x 80 tiles: their consumers have no registers left for it (they spill).
+  static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && !(kHeadDim == 256 && kBlockN > 64);
+  static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
+  using SmemLayoutOWarpgroup = std::conditional_t<
+      kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
+      decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}))>;
   // One warpgroup's share of O = P V, for partitioning its 64 rows.
   using TiledMmaPVWarpgroup = decltype(make_tiled_mma(MmaAtomPV{}));
   struct NoBuffer {};
   using BufferO = std::conditional_t<
-      kTmaStoreO, cute::array_aligned<Element, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
+      kOwnBufferO, cute::array_aligned<Element, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
       NoBuffer>;
 
   struct SharedStorage {
@@ -96,7 +104,8 @@ struct ForwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
     BufferO o;
     // The persistent kernel reuses the Q buffers: full when loaded, empty when every
-    // consumer has issued its last S = Q K^T of the tile.
+    // consumer has issued its last S = Q K^T of the tile (with kOInQBuffer: when its
+    // warpgroup's O has left the buffer).
     alignas(16) uint64_t barrier_q_full[kStagesQ];
     uint64_t barrier_q_empty[kStagesQ];
     typename PipelineKV::SharedStorage pipeline_k;
