@@ -78,9 +78,10 @@ struct ForwardTraits {
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
   // O leaves through shared memory and a TMA store where a buffer fits beside Q and K/V
-  // (all kernels but d=256's default): each consumer warpgroup writes its 64 rows with
-  // stmatrix into its own part of the buffer and stores them, so no warpgroup waits for
-  // another at the end of a tile. Otherwise each thread stores its fragment to global memory.
+  // (d=64's and d=128's kernels) or the Q buffer can take it (below): each consumer
+  // warpgroup writes its 64 rows with stmatrix into its own part of the buffer and stores
+  // them, so no warpgroup waits for another at the end of a tile. Otherwise (d=256's default
+  // kernel) each thread stores its fragment to global memory.
   static constexpr bool kOwnBufferO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
   // With one Q buffer and no room for an O buffer (d=256's 128 x 64 short kernel), each
   // warpgroup writes its O into its own 64 rows of the Q buffer, which only its own
