@@ -219,7 +219,9 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 TEST(TileConfig, FitsTheHardware) {
   const std::pair<int, ForwardVariant> kernels[] = {{64, ForwardVariant::kDefault},  {64, ForwardVariant::kShortCausal},
                                                     {128, ForwardVariant::kDefault}, {128, ForwardVariant::kLong},
-                                                    {256, ForwardVariant::kDefault}, {256, ForwardVariant::kShort}};
+                                                    {256, ForwardVariant::kDefault}, {256, ForwardVariant::kShort},
+                                                    {128, ForwardVariant::kLongClustered},
+                                                    {256, ForwardVariant::kLongClustered}};
   for (auto [d, variant] : kernels) {
     ForwardTileConfig c = forward_tile_config(d, variant);
     EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
@@ -238,9 +240,16 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(64, false, 512, 16384), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(128, true, 512, 512), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(128, false, 512, 8191), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);
+  EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);  // one m-block: no pair
+  EXPECT_EQ(forward_variant(128, false, 200, 8192), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(128, false, 16384, 16384), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(128, false, 16383 - 127, 16384), ForwardVariant::kLong);  // 127 m-blocks
   EXPECT_EQ(forward_variant(128, true, 16384, 16384), ForwardVariant::kLong);
-  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(256, false, 16384, 8191), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 16385, 16384), ForwardVariant::kDefault);  // 129 m-blocks
+  EXPECT_EQ(forward_variant(256, true, 16384, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 16384, 16384), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(256, false, 16384, 2049), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(256, true, 512, 2048), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 1, 1), ForwardVariant::kShort);
@@ -250,6 +259,9 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kDefault);
   EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
   EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLong).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(256, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLongClustered).cluster_m, 2);
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ const Shape kShapes[] = {
     // At least 8k keys: d=128's long kernel (128 x 160 tiles, one Q buffer), a partial
     // last K/V block; the second with more tiles than SMs, so CTAs reuse the Q buffer.
     {1, 300, 8250, 2, 1, false},   {1, 1100, 8250, 16, 2, false},
+    // Non-causal with at least 8k keys and an even m-block count: d=128's and d=256's
+    // clustered kernels (two CTAs share each K/V block); a partial last m-block and K/V
+    // block, and more tiles than SMs.
+    {1, 200, 8200, 4, 4, false},   {2, 1200, 8250, 8, 2, false},
     // d=256's default kernel (more than 1k keys, 2k causal; 128 x 80 tiles): several tiles
     // per CTA, a partial last K/V block, and causal tiles that see no key.
     {1, 2500, 2100, 8, 2, false},

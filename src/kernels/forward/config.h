@@ -31,6 +31,10 @@ struct ForwardTileConfig {
   // Q tiles in shared memory: with two the producer loads the next tile's Q while the
   // consumers still read this one, so short tiles do not wait for Q after every epilogue.
   int q_stages = 2;
+  // CTAs per cluster along M: with two, the CTAs of a cluster compute neighbouring Q tiles
+  // of one head and each loads half of every K/V block with a TMA multicast to both, so
+  // L2 serves each block once per pair (non-causal only: both tiles need the same blocks).
+  int cluster_m = 1;
 };
 
 // Chosen by measurement on the H200 (docs/perf-notes.md, "Tile sizes"):
@@ -59,13 +63,21 @@ struct ForwardTileConfig {
 //   stored from registers) +15% at 512 and +2% at 1k, +25% / +12% at causal 512 / 1k,
 //   +4% at causal 2k; over 128 x 48 with an O buffer +2% at 512 and +4% at causal 2k,
 //   -2.5% at causal 512.
-enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort };
+// - kLongClustered, d=128 and d=256 without a causal mask, at least 8k keys and an even
+//   number of 128-row m-blocks (a cluster computes two neighbouring ones): d=128's long
+//   tiles (128 x 160) or d=256's default ones (128 x 80) in clusters of two CTAs that
+//   multicast each K/V block, halving what L2 serves; at 16k +2% (d=128) and +3.5%
+//   (d=256); clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up.
+enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kLongMinSeqlenK = 8192;
 constexpr int kShortMaxSeqlenK = 1024;
 constexpr int kShortMaxSeqlenKCausal = 2048;
+constexpr int kClusteredBlockM = 128;
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
+  bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
+  if (head_dim != 64 && !causal && seqlen_k >= kLongMinSeqlenK && even_m_blocks) return ForwardVariant::kLongClustered;
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
   if (head_dim == 256 && seqlen_k <= (causal ? kShortMaxSeqlenKCausal : kShortMaxSeqlenK)) return ForwardVariant::kShort;
   return ForwardVariant::kDefault;
@@ -77,6 +89,10 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
 #endif
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
+  if (variant == ForwardVariant::kLongClustered) {
+    return head_dim == 128 ? ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1, /*cluster_m=*/2}
+                           : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1, /*cluster_m=*/2};
+  }
   if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);

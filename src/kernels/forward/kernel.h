@@ -46,9 +46,32 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                   : PipelineKV::ThreadCategory::Consumer;
   pipeline_params.is_leader = kWarpSpecialization ? threadIdx.x == 0 : is_consumer_that_loads;
   pipeline_params.num_consumers = Traits::kConsumerThreads;
-  PipelineKV pipeline_k(storage.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
-  PipelineKV pipeline_v(storage.pipeline_v, pipeline_params, Shape<_1, _1, _1>{});
-  __syncthreads();
+  auto make_pipeline = [&](typename PipelineKV::SharedStorage& pipeline_storage) {
+    if constexpr (Traits::kClusterM == 1) {
+      return PipelineKV(pipeline_storage, pipeline_params, Shape<_1, _1, _1>{});
+    } else {
+      // A slot is free when every consumer warp of both CTAs has released it (one arrival
+      // per warp and CTA: ForwardMainloop::release_kv).
+      if (threadIdx.x == 0) {
+        for (int stage = 0; stage < Traits::kStages; ++stage) {
+          pipeline_storage.full_barrier_[stage].init(1);
+          pipeline_storage.empty_barrier_[stage].init(Traits::kClusterM * Traits::kConsumerThreads / 32);
+        }
+        cutlass::arch::fence_barrier_init();
+      }
+      return PipelineKV(pipeline_storage, pipeline_params, typename Traits::ClusterShape{}, cute::false_type{},
+                        cute::false_type{});
+    }
+  };
+  PipelineKV pipeline_k = make_pipeline(storage.pipeline_k);
+  PipelineKV pipeline_v = make_pipeline(storage.pipeline_v);
+  if constexpr (Traits::kClusterM == 1) {
+    __syncthreads();
+  } else {
+    // The partner's multicasts and releases may arrive on this CTA's barriers from now on.
+    cute::cluster_arrive_relaxed();
+    cute::cluster_wait();
+  }
 
   // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
   // and K/V while the consumers finish the current one and write it out.
@@ -77,6 +100,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, round);
       }
     });
+    // The CTA stays until the partner's consumers have released every slot (they arrive
+    // on this CTA's barriers).
+    if constexpr (Traits::kClusterM > 1) {
+      pipeline_k.producer_tail(write);
+      pipeline_v.producer_tail(write);
+    }
   } else {
     if constexpr (kWarpSpecialization) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
     int consumer_tid = threadIdx.x - Traits::kProducerThreads;

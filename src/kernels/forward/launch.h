@@ -29,6 +29,12 @@ inline Status check_cuda(cudaError_t error, const char* what) {
   return Status::CudaError(std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
 }
 
+template <class Traits, class GmemTensor>
+auto make_tma_copy_kv(GmemTensor const& gKV) {
+  return make_tma_copy(typename Traits::CopyOpKV{}, gKV, take<0, 2>(typename Traits::SmemLayoutKV{}),
+                       Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, Int<Traits::kClusterM>{});
+}
+
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
 template <class Element, int kHeadDim, ForwardVariant kVariant>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
@@ -46,8 +52,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
 
   typename Traits::Params params{
       make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),
-      make_tma_copy(SM90_TMA_LOAD{}, gK, take<0, 2>(typename Traits::SmemLayoutKV{}), Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, _1{}),
-      make_tma_copy(SM90_TMA_LOAD{}, gV, take<0, 2>(typename Traits::SmemLayoutKV{}), Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, _1{}),
+      make_tma_copy_kv<Traits>(gK),
+      make_tma_copy_kv<Traits>(gV),
       gQ.shape(),
       gK.shape(),
       static_cast<Element*>(args.o.data),
@@ -93,10 +99,44 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     if (device < 64) sm_count_of_device[device].store(sm_count, std::memory_order_relaxed);
   }
-  dim3 grid(static_cast<unsigned>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count)));
-  params.scheduler.plan(static_cast<int>(grid.x), Traits::kBlockM);
-  kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
-  return check_cuda(cudaGetLastError(), "forward_kernel launch");
+  int ctas = static_cast<int>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count));
+  if constexpr (Traits::kClusterM == 1) {
+    params.scheduler.plan(ctas, Traits::kBlockM);
+    kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
+    return check_cuda(cudaGetLastError(), "forward_kernel launch");
+  } else {
+    // The two CTAs of a cluster take m-blocks 2i and 2i+1 of one head in every round
+    // (ForwardTileScheduler): forward_variant() picks this kernel only where both need the
+    // same K/V blocks.
+    if (args.causal || params.scheduler.num_m_blocks % Traits::kClusterM != 0) {
+      return Status::InvalidArgument("forward_kernel: a clustered kernel needs a non-causal problem with an even number of m-blocks");
+    }
+    // Clusters need both CTAs on SMs of one GPC; the scheduler's rounds need every
+    // cluster resident at once, so the grid is capped at the clusters that fit.
+    cudaLaunchConfig_t config{};
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim = {unsigned(Traits::kClusterM), 1, 1};
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = Traits::kSharedMemoryBytes;
+    config.stream = args.stream;
+    static std::atomic<int> clusters_of_device[64] = {};
+    int clusters = device < 64 ? clusters_of_device[device].load(std::memory_order_relaxed) : 0;
+    if (clusters == 0) {
+      config.gridDim = dim3(unsigned(sm_count / Traits::kClusterM * Traits::kClusterM));
+      status = check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+                          "cudaOccupancyMaxActiveClusters(forward_kernel)");
+      if (!status.ok()) return status;
+      if (clusters == 0) return Status::CudaError("forward_kernel: no cluster of this kernel fits on the device");
+      if (device < 64) clusters_of_device[device].store(clusters, std::memory_order_relaxed);
+    }
+    ctas = std::min(ctas / Traits::kClusterM, clusters) * Traits::kClusterM;
+    params.scheduler.plan(ctas, Traits::kBlockM);
+    config.gridDim = dim3(unsigned(ctas));
+    return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "forward_kernel launch");
+  }
 }
 
 }  // namespace warpflash::kernels

@@ -63,6 +63,42 @@ struct ForwardMainloop {
     return PipelineState(wraps ? Traits::kStages - 1 : read_k.index() - 1, read_k.phase() ^ (wraps ? 1u : 0u), 0);
   }
 
+  // A consumer thread is done with a K/V slot. In a cluster the slot may only be refilled
+  // once the consumers of both CTAs are done (the refill is multicast), so lane 0 of each
+  // consumer warp arrives on the slot's barrier in both CTAs (kernel.h sets the count).
+  // No register holds an arrival target (CUTLASS's per-thread targets made d=256's
+  // consumers spill) and no branch is taken (a warp-index shuffle and a branch per release
+  // cost d=128 4%).
+  CUTE_DEVICE static void release_kv(PipelineKV& pipeline, typename PipelineKV::SharedStorage& storage,
+                                     PipelineState state) {
+    if constexpr (Traits::kClusterM == 1) {
+      pipeline.consumer_release(state);
+    } else {
+      static_assert(Traits::kClusterM == 2, "arrivals for clusters of two CTAs");
+      uint32_t barrier = cute::cast_smem_ptr_to_uint(&storage.empty_barrier_[state.index()]);
+      asm volatile(
+          "{\n\t.reg .pred leader;\n\t.reg .b32 remote;\n\t"
+          "elect.sync _|leader, 0xffffffff;\n\t"
+          "mapa.shared::cluster.u32 remote, %0, 0;\n\t"
+          "@leader mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t"
+          "mapa.shared::cluster.u32 remote, %0, 1;\n\t"
+          "@leader mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
+          :
+          : "r"(barrier)
+          : "memory");
+    }
+  }
+
+  // A K/V load signalling `barrier` (at the same address in every CTA of the cluster).
+  template <class Tma>
+  CUTE_DEVICE static auto with_barrier(Tma const& tma, uint64_t& barrier) {
+    if constexpr (Traits::kClusterM == 1) {
+      return tma.with(barrier);
+    } else {
+      return tma.with(barrier, uint16_t((1u << Traits::kClusterM) - 1));
+    }
+  }
+
   // The loads of one tile, issued by one thread: load_q() for its Q tile (into the buffer
   // of the CTA's `round`), load_kv(n_block, write) for one K/V
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
@@ -84,8 +120,10 @@ struct ForwardMainloop {
     Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
 
     auto tma_q = params.tma_q.get_slice(_0{});
-    auto tma_k = params.tma_k.get_slice(_0{});
-    auto tma_v = params.tma_v.get_slice(_0{});
+    // In a cluster this CTA loads its share of each K/V block (its slice) for both CTAs.
+    int cluster_rank = Traits::kClusterM == 1 ? 0 : int(cute::block_rank_in_cluster());
+    auto tma_k = params.tma_k.get_slice(cluster_rank);
+    auto tma_v = params.tma_v.get_slice(cluster_rank);
     Tensor tQgQ = tma_q.partition_S(gQ);
     Tensor tQsQ = tma_q.partition_D(sQ);
     Tensor tKgK = tma_k.partition_S(gK);  // (TMA, TMA_N, TMA_K, n_block)
@@ -101,10 +139,10 @@ struct ForwardMainloop {
     };
     auto load_kv = [=, &params, &pipeline_k, &pipeline_v](int n_block, PipelineState& write) mutable {
       pipeline_k.producer_acquire(write);
-      copy(params.tma_k.with(*pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
+      copy(with_barrier(params.tma_k, *pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
            tKsK(_, _, _, write.index()));
       pipeline_v.producer_acquire(write);
-      copy(params.tma_v.with(*pipeline_v.producer_get_barrier(write)), tVgV(_, _, _, n_block),
+      copy(with_barrier(params.tma_v, *pipeline_v.producer_get_barrier(write)), tVgV(_, _, _, n_block),
            tVsV(_, _, _, write.index()));
       ++write;
     };
@@ -197,7 +235,7 @@ struct ForwardMainloop {
     pingpong.pass_turn();
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_s);
-    pipeline_k.consumer_release(read_k);
+    release_kv(pipeline_k, storage.pipeline_k, read_k);
     ++read_k;
     release_q_after(n_block);
     mask_block(n_block);
@@ -219,14 +257,14 @@ struct ForwardMainloop {
       if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
       warpgroup_wait<1>();
       warpgroup_fence_operand(acc_s);
-      pipeline_k.consumer_release(read_k);
+      release_kv(pipeline_k, storage.pipeline_k, read_k);
       ++read_k;
       release_q_after(n_block);
       mask_block(n_block);
       auto correction = softmax.update(acc_s_rc);
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);
-      pipeline_v.consumer_release(read_v);
+      release_kv(pipeline_v, storage.pipeline_v, read_v);
       after_block(n_block + 1);  // its K went after the previous S, its V just now
       Softmax::rescale(acc_o_rc, correction);
       store_p();
@@ -239,7 +277,7 @@ struct ForwardMainloop {
     pingpong.pass_turn();
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_o);
-    pipeline_v.consumer_release(read_v);
+    release_kv(pipeline_v, storage.pipeline_v, read_v);
     after_block(0);
   }
 };

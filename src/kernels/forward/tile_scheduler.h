@@ -18,7 +18,9 @@ struct TileCoord {
 
 // CTAs take tiles in rounds of gridDim.x.
 // - Without a causal mask every tile costs the same: m_block runs fastest, so the CTAs
-//   of a round share the K/V of a few heads in L2.
+//   of a round share the K/V of a few heads in L2. With clusters of two CTAs (blockIdx.x
+//   2c and 2c+1), an even grid and an even m-block count, a cluster's CTAs get m-blocks
+//   2i and 2i+1 of one head in every round and share its K/V blocks by multicast.
 // - With a causal mask a tile's cost grows with its m_block. Two phases:
 //   1. Pairs: m-blocks i and M-1-i of a head together cost M+1 blocks, so a CTA that
 //      takes such a pair (a "unit") does the same work as every other; units are dealt

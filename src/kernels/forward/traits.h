@@ -41,6 +41,11 @@ struct ForwardTraits {
   // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
   static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
+  // The K/V multicast needs the producer warpgroup (the ablation's consumer that loads
+  // does not wait for the partner CTA's releases).
+  static constexpr int kClusterM = kWarpSpecialization ? kConfig.cluster_m : 1;
+  using ClusterShape = Shape<Int<kClusterM>, _1, _1>;
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of one or two CTAs");
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
 
   static_assert(kBlockM == 64 * kConsumerWarpgroups, "each consumer warpgroup owns 64 query rows");
@@ -121,8 +126,10 @@ struct ForwardTraits {
   using GmemLayout = Layout<Shape<int, HeadDim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
   using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutQ{}, Shape<BlockM, HeadDim>{}, _1{}));
-  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
-                                       Shape<BlockN, HeadDim>{}, _1{}));
+  // With a cluster each CTA loads its share of a K/V block and multicasts it to both.
+  using CopyOpKV = std::conditional_t<kClusterM == 1, SM90_TMA_LOAD, SM90_TMA_LOAD_MULTICAST>;
+  using TmaKV = decltype(make_tma_copy(CopyOpKV{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
+                                       Shape<BlockN, HeadDim>{}, Int<kClusterM>{}));
   using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}));
   using TmaO =
       decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpgroup{}, Shape<_64, HeadDim>{}, _1{}));
