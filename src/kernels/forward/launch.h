@@ -35,6 +35,17 @@ auto make_tma_copy_kv(GmemTensor const& gKV) {
                        Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, Int<Traits::kClusterM>{});
 }
 
+// A per-device constant (the SM count, how many clusters fit), queried on the first launch
+// on each device: query(value) sets it.
+template <class Query>
+Status cached_per_device(std::atomic<int> (&cache)[64], int device, int& value, Query&& query) {
+  value = device < 64 ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (value != 0) return Status::Ok();
+  Status status = query(value);
+  if (status.ok() && device < 64) cache[device].store(value, std::memory_order_relaxed);
+  return status;
+}
+
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
 template <class Element, int kHeadDim, ForwardVariant kVariant>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
@@ -92,13 +103,12 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory); the tile
   // scheduler deals the tiles out.
   static std::atomic<int> sm_count_of_device[64] = {};
-  int sm_count = device < 64 ? sm_count_of_device[device].load(std::memory_order_relaxed) : 0;
-  if (sm_count == 0) {
-    status = check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
-                        "cudaDeviceGetAttribute(multiprocessor count)");
-    if (!status.ok()) return status;
-    if (device < 64) sm_count_of_device[device].store(sm_count, std::memory_order_relaxed);
-  }
+  int sm_count = 0;
+  status = cached_per_device(sm_count_of_device, device, sm_count, [&](int& value) {
+    return check_cuda(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device),
+                      "cudaDeviceGetAttribute(multiprocessor count)");
+  });
+  if (!status.ok()) return status;
   int ctas = static_cast<int>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count));
   if constexpr (Traits::kClusterM == 1) {
     params.scheduler.plan(ctas, Traits::kBlockM);
@@ -123,15 +133,14 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     config.dynamicSmemBytes = Traits::kSharedMemoryBytes;
     config.stream = args.stream;
     static std::atomic<int> clusters_of_device[64] = {};
-    int clusters = device < 64 ? clusters_of_device[device].load(std::memory_order_relaxed) : 0;
-    if (clusters == 0) {
+    int clusters = 0;
+    status = cached_per_device(clusters_of_device, device, clusters, [&](int& value) {
       config.gridDim = dim3(unsigned(sm_count / Traits::kClusterM * Traits::kClusterM));
-      status = check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-                          "cudaOccupancyMaxActiveClusters(forward_kernel)");
-      if (!status.ok()) return status;
-      if (clusters == 0) return Status::CudaError("forward_kernel: no cluster of this kernel fits on the device");
-      if (device < 64) clusters_of_device[device].store(clusters, std::memory_order_relaxed);
-    }
+      return check_cuda(cudaOccupancyMaxActiveClusters(&value, kernel, &config),
+                        "cudaOccupancyMaxActiveClusters(forward_kernel)");
+    });
+    if (!status.ok()) return status;
+    if (clusters == 0) return Status::CudaError("forward_kernel: no cluster of this kernel fits on the device");
     ctas = std::min(ctas / Traits::kClusterM, clusters) * Traits::kClusterM;
     params.scheduler.plan(ctas, Traits::kBlockM);
     config.gridDim = dim3(unsigned(ctas));
