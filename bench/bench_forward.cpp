@@ -5,6 +5,7 @@
 //
 //   warpflash_bench [--csv PATH] [--dtypes bf16,fp16] [--head-dims 64,128,256]
 //                   [--seqlens 512,1024,...] [--causal both|0|1] [--iters N] [--warmup N]
+//                   [--no-workspace]
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <memory>
 
 #include <cuda_runtime_api.h>
 
@@ -48,6 +51,7 @@ struct Options {
   int iters = 100;
   int warmup = 10;
   bool latency = false;  // time calls of a tiny problem instead of the grid
+  bool workspace = true;  // give forward() its workspace (the split last round)
 };
 
 void print_usage() {
@@ -64,6 +68,7 @@ void print_usage() {
       "                        problem (batch 1, seqlen 128, 8 heads, d 128, bf16), printed as\n"
       "                        'latency_us_per_call <us>' (the C++ side of bench/overhead.py)\n"
       "  --warmup N            untimed launches before them (default 10)\n"
+      "  --no-workspace        call forward() without a workspace: no split last round\n"
       "  --help\n");
 }
 
@@ -92,6 +97,10 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
     }
     if (flag == "--latency") {
       opt.latency = true;
+      continue;
+    }
+    if (flag == "--no-workspace") {
+      opt.workspace = false;
       continue;
     }
     if (i + 1 >= argc) {
@@ -247,8 +256,21 @@ struct BigProblem {
     }
   }
 
+  // Gives args the workspace forward() asks for (grown as needed).
+  void attach_workspace(ForwardArgs& args) {
+    size_t bytes = forward_workspace_bytes(args);
+    if (bytes == 0) return;
+    if (!workspace || workspace->bytes() < bytes) {
+      workspace.reset();
+      workspace = std::make_unique<DeviceBuffer>(bytes);
+    }
+    args.workspace = workspace->get();
+    args.workspace_bytes = bytes;
+  }
+
   int64_t elements;
   DeviceBuffer q, k, v, o, lse;
+  std::unique_ptr<DeviceBuffer> workspace;
   std::vector<uint16_t> o_host;  // reused by count_non_finite
   std::vector<float> lse_host;
 };
@@ -347,8 +369,9 @@ int run(const Options& opt) {
           big.o.poison();
           big.lse.poison();
           Timing t;
-          if (!time_forward(make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse),
-                            opt, t)) {
+          ForwardArgs args = make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse);
+          if (opt.workspace) big.attach_workspace(args);
+          if (!time_forward(args, opt, t)) {
             std::printf("  %s d=%d causal=%d seqlen=%d: forward failed\n", short_name(dtype),
                         head_dim, causal, seqlen);
             ++failures;

@@ -44,6 +44,7 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void* get() const { return data_; }
+  size_t bytes() const { return bytes_; }
 
   template <typename T>
   void upload(const std::vector<T>& host) {

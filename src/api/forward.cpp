@@ -7,6 +7,7 @@
 
 #include "api/dispatch.h"
 #include "api/text.h"
+#include "kernels/forward/split_tail.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
@@ -93,6 +94,22 @@ std::vector<int> compiled_head_dims(DType dtype) {
   return head_dims;
 }
 
+size_t forward_workspace_bytes(const ForwardArgs& args) {
+  // Cheap enough for every call of a binding: no full validation (forward() does that).
+  if (args.shape.batch <= 0 || args.shape.seqlen_q <= 0 || args.shape.head_dim <= 0 || args.shape.head_dim > 256) {
+    return 0;
+  }
+  int head_dim = static_cast<int>(args.shape.head_dim);
+  kernels::ForwardTileConfig config = kernels::forward_tile_config(head_dim, forward_variant_of(args));
+  if (!config.split_tail) return 0;
+  int device = 0, sm_count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return 0;
+  }
+  return kernels::split_workspace_bytes(sm_count, config.block_m, head_dim);
+}
+
 Status forward(const ForwardArgs& args) {
   Status status = validate_forward(args);
   if (!status.ok()) return status;
@@ -100,7 +117,7 @@ Status forward(const ForwardArgs& args) {
   if (!(status = check_device()).ok()) return status;
   const std::pair<const char*, const void*> pointers[] = {
       {"q.data", args.q.data}, {"k.data", args.k.data}, {"v.data", args.v.data},
-      {"o.data", args.o.data}, {"lse", args.lse}};
+      {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace}};
   for (const auto& [name, pointer] : pointers) {
     if (!args.check_pointers) break;
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;

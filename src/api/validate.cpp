@@ -89,6 +89,10 @@ Status validate_forward(const ForwardArgs& args) {
                           " is not 4-byte aligned (an fp32 array is required)"));
   }
 
+  if (reinterpret_cast<uintptr_t>(args.workspace) % 16 != 0) {
+    return invalid(concat("workspace = ", Hex{reinterpret_cast<uintptr_t>(args.workspace)}, " is not 16-byte aligned"));
+  }
+
   int64_t block_m = kernels::forward_tile_config(static_cast<int>(s.head_dim), forward_variant_of(args)).block_m;
   int64_t tiles = (s.seqlen_q + block_m - 1) / block_m * s.heads_q * s.batch;
   if (tiles > limits::kMaxTiles) {

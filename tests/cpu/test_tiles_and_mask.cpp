@@ -56,6 +56,70 @@ TEST(TileScheduler, CoversEveryTileExactlyOnce) {
   }
 }
 
+// The split last round (split_tail.h), walked as the kernel walks it: every (tile, K/V
+// block) is computed exactly once, cluster partners take the same blocks of neighbouring
+// tiles, no run has more than two pieces, and every CTA does the same work to one block.
+TEST(SplitTail, CoversEveryBlockOnceAndBalances) {
+  for (int cluster_m : {1, 2}) {
+    for (int m_blocks : {2, 10, 128}) {
+      for (int heads : {1, 4, 8}) {
+        for (int n_blocks : {20, 52, 103, 205}) {
+          for (int workers : {66, 5}) {
+            ForwardTileScheduler scheduler{m_blocks, heads, 1, false};
+            int ctas = workers * cluster_m;
+            scheduler.plan(ctas, 128);
+            scheduler.split = SplitTail::plan(scheduler.num_tiles() / cluster_m, workers, n_blocks, cluster_m);
+            if (!scheduler.split.active()) continue;
+            std::vector<int> visits(size_t(scheduler.num_tiles()) * n_blocks, 0);
+            std::vector<int> work(ctas, 0);
+            for (int cta = 0; cta < ctas; ++cta) {
+              int tail_pieces = 0;
+              for (int round = 0;; ++round) {
+                unsigned index = scheduler.tile_index<true>(cta, ctas, round);
+                if (index >= scheduler.num_tiles()) break;
+                int begin = 0, end = n_blocks;
+                if (scheduler.split.in_tail(round)) {
+                  scheduler.split.clip(cta, round, begin, end);
+                  ++tail_pieces;
+                  EXPECT_EQ(scheduler.split.slot(cta, round), 2 * cta + tail_pieces - 1);
+                  if (cluster_m == 2) {  // the partner: the next m-block, the same blocks
+                    int partner = cta ^ 1, partner_begin = 0, partner_end = n_blocks;
+                    scheduler.split.clip(partner, round, partner_begin, partner_end);
+                    EXPECT_EQ(scheduler.tile_index<true>(partner, ctas, round), index ^ 1u);
+                    EXPECT_EQ(partner_begin, begin);
+                    EXPECT_EQ(partner_end, end);
+                  }
+                }
+                ASSERT_LT(begin, end);
+                for (int n = begin; n < end; ++n) ++visits[size_t(index) * n_blocks + n];
+                work[cta] += end - begin;
+              }
+              EXPECT_LE(tail_pieces, 2);
+            }
+            EXPECT_EQ(std::count(visits.begin(), visits.end(), 1), std::ptrdiff_t(visits.size()))
+                << cluster_m << " " << m_blocks << " " << heads << " " << n_blocks << " " << workers;
+            auto [least, most] = std::minmax_element(work.begin(), work.end());
+            EXPECT_LE(*most - *least, 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SplitTail, OnlyWhereItPays) {
+  // 1024 tiles of 205 blocks on 132 SMs (d=256, 16k): 100 tiles in the tail, split.
+  SplitTail split = SplitTail::plan(1024, 132, 205, 1);
+  EXPECT_TRUE(split.active());
+  EXPECT_EQ(split.full_rounds, 7);
+  EXPECT_EQ(split.units, 100);
+  EXPECT_EQ(split.share, 100 * 205 / 132);
+  EXPECT_FALSE(SplitTail::plan(1056, 132, 205, 1).active());  // even rounds
+  EXPECT_FALSE(SplitTail::plan(1024, 132, 7, 1).active());    // pieces too short
+  EXPECT_FALSE(SplitTail::plan(131, 132, 205, 1).active());   // almost a full round: saves too little
+  EXPECT_TRUE(SplitTail::plan(16, 66, 103, 2).active());      // fewer units than workers
+}
+
 TEST(TileScheduler, FastDivmodMatchesDivision) {
   for (unsigned d : {1u, 2u, 3u, 7u, 11u, 128u, 132u, 1000u, 65537u, 2147483647u}) {
     FastDivmod by_d(d);

@@ -1,5 +1,6 @@
 // The forward kernel against the double-precision reference on the shapes that break
 // kernels (DESIGN.md), for every compiled dtype and head dim, causal and not.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -25,6 +26,7 @@ using testing::DeviceBuffer;
 struct Shape {
   int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
   bool strided;  // (batch, heads, seqlen, head_dim + 8) storage instead of contiguous BSHD
+  bool workspace = true;  // pass forward_workspace_bytes() of scratch (the split last round)
 };
 
 const Shape kShapes[] = {
@@ -49,6 +51,9 @@ const Shape kShapes[] = {
     // clustered kernels (two CTAs share each K/V block); a partial last m-block and K/V
     // block, and more tiles than SMs.
     {1, 200, 8200, 4, 4, false},   {2, 1200, 8250, 8, 2, false},
+    // The last round split along the keys (split_tail.h): 80 cluster units on 66 clusters
+    // above (14 in the tail), here 12 units on all 66 clusters; and the first unsplit.
+    {1, 700, 16000, 4, 2, false},  {2, 1200, 8250, 8, 2, false, /*workspace=*/false},
     // d=256's default kernel (more than 1k keys, 2k causal; 128 x 80 tiles): several tiles
     // per CTA, a partial last K/V block, and causal tiles that see no key.
     {1, 2500, 2100, 8, 2, false},
@@ -58,7 +63,7 @@ using Param = std::tuple<DType, int, bool, Shape>;
 
 void PrintTo(const Shape& s, std::ostream* out) {
   *out << "batch " << s.batch << ", seqlen_q " << s.seqlen_q << ", seqlen_k " << s.seqlen_k << ", heads "
-       << s.heads_q << "/" << s.heads_kv << (s.strided ? ", strided" : "");
+       << s.heads_q << "/" << s.heads_kv << (s.strided ? ", strided" : "") << (s.workspace ? "" : ", no workspace");
 }
 
 uint16_t to_bits(DType dtype, float x) {
@@ -165,6 +170,9 @@ TEST_P(ForwardGpuTest, MatchesReference) {
   args.o = with_data(o.view, o_dev.get());
   args.lse = lse_dev.get() + StridedTensor::kGuard;
   args.causal = causal;
+  DeviceBuffer<float> workspace(shape.workspace ? forward_workspace_bytes(args) / sizeof(float) : 0);
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size() * sizeof(float);
   Status status = forward(args);
   ASSERT_TRUE(status.ok()) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
@@ -220,7 +228,7 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::ostringstream name;
   name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << (causal ? "_causal" : "_full") << "_b"
        << shape.batch << "_q" << shape.seqlen_q << "_k" << shape.seqlen_k << "_h" << shape.heads_q << "_kv"
-       << shape.heads_kv << (shape.strided ? "_strided" : "");
+       << shape.heads_kv << (shape.strided ? "_strided" : "") << (shape.workspace ? "" : "_no_workspace");
   return name.str();
 }
 
@@ -275,6 +283,29 @@ TEST(ForwardGpuEdgeCases, HostPointerIsAnError) {
   Status status = forward(args);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("q.data"), std::string::npos) << status.message();
+  WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+}
+
+// A workspace smaller than the split needs is reported, not overrun.
+TEST(ForwardGpuEdgeCases, TooSmallWorkspaceIsAnError) {
+  WARPFLASH_REQUIRE_HOPPER();
+  std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);
+  if (std::find(compiled.begin(), compiled.end(), 128) == compiled.end()) GTEST_SKIP() << "d=128 not compiled";
+  const int64_t seqlen_q = 700, seqlen_k = 16000, heads = 4, head_dim = 128;
+  DeviceBuffer<uint16_t> q(seqlen_q * heads * head_dim), kv(seqlen_k * heads * head_dim);
+  DeviceBuffer<uint16_t> o(seqlen_q * heads * head_dim);
+  DeviceBuffer<float> workspace(64);
+  ForwardArgs args;
+  args.shape = {1, seqlen_q, seqlen_k, heads, heads, head_dim};
+  args.q = contiguous_view(q.get(), seqlen_q, heads, head_dim);
+  args.o = contiguous_view(o.get(), seqlen_q, heads, head_dim);
+  args.k = args.v = contiguous_view(kv.get(), seqlen_k, heads, head_dim);
+  ASSERT_GT(forward_workspace_bytes(args), workspace.size() * sizeof(float));
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size() * sizeof(float);
+  Status status = forward(args);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("workspace_bytes = 256"), std::string::npos) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
 }
 

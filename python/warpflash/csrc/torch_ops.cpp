@@ -96,6 +96,14 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
   args.causal = causal;
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   args.check_pointers = false;  // CUDA tensors, checked above
+  // Scratch for the split of the last round (long non-causal problems), from PyTorch's
+  // caching allocator on the same stream.
+  at::Tensor workspace;
+  if (size_t bytes = warpflash::forward_workspace_bytes(args)) {
+    workspace = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+    args.workspace = workspace.data_ptr();
+    args.workspace_bytes = bytes;
+  }
   raise_if_error(warpflash::forward(args));
   return {out, lse};
 }

@@ -35,6 +35,9 @@ struct ForwardTileConfig {
   // of one head and each loads half of every K/V block with a TMA multicast to both, so
   // L2 serves each block once per pair (non-causal only: both tiles need the same blocks).
   int cluster_m = 1;
+  // Non-causal launches whose tiles do not divide evenly among the CTAs split the last
+  // round's tiles along the keys (split_tail.h), when the caller gives a workspace.
+  bool split_tail = false;
 };
 
 // Chosen by measurement on the H200 (docs/perf-notes.md, "Tile sizes"):
@@ -90,8 +93,8 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
   if (variant == ForwardVariant::kLongClustered) {
-    return head_dim == 128 ? ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1, /*cluster_m=*/2}
-                           : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1, /*cluster_m=*/2};
+    return head_dim == 128 ? ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1, /*cluster_m=*/2, /*split_tail=*/true}
+                           : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1, /*cluster_m=*/2, /*split_tail=*/true};
   }
   if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)

@@ -64,6 +64,26 @@ struct ForwardEpilogue {
     }
   }
 
+  // A piece of a split tile (split_tail.h): its normalized O and LSE in fp32 into the
+  // workspace slot, every row (the merge skips those past seqlen_q). Two adjacent columns
+  // per 8-byte store.
+  template <int kRows, class AccO>
+  CUTE_DEVICE static void store_piece(Params const& params, int slot, int consumer_tid, float const (&lse)[kRows],
+                                      AccO const& acc_o) {
+    Tensor tOcO = output_coordinates(consumer_tid);
+    float* o_slot = params.split_workspace + slot * Traits::kSplitSlotFloats;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(acc_o); i += 2) {
+      float* dst = o_slot + get<0>(tOcO(i)) * Traits::kHeadDim + get<1>(tOcO(i));
+      *reinterpret_cast<float2*>(dst) = make_float2(acc_o(i), acc_o(i + 1));
+    }
+    if (threadIdx.x % 4 != 0) return;
+    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDim;
+    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) lse_slot[get<0>(tOcO_rc(r, 0))] = lse[r];
+  }
+
   // Before the CTA exits: the last TMA stores must have read the O buffer.
   CUTE_DEVICE static void drain(int consumer_tid) {
     if constexpr (Traits::kTmaStoreO) {

@@ -76,15 +76,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
-  unsigned const num_tiles = scheduler.num_tiles();
   // Producer and consumers walk the same rounds, so their pipeline states and barrier
-  // phases stay in step: visit(round, index, tile, n_block_end) for each of the CTA's tiles.
+  // phases stay in step: visit(round, index, tile, n_block_begin, n_block_end) for each of
+  // the CTA's tiles, or pieces of tiles in a split tail, with the K/V blocks it computes.
   auto for_each_tile = [&](auto&& visit) {
     for (int round = 0;; ++round) {
-      unsigned index = scheduler.tile_index(blockIdx.x, gridDim.x, round);
-      if (index >= num_tiles) break;
+      unsigned index = scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
+      if (index >= scheduler.num_tiles()) break;  // from the parameters each time: no register held
       TileCoord tile = scheduler.tile(index);
-      visit(round, index, tile, params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN));
+      int n_block_begin = 0;
+      int n_block_end = params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+      if constexpr (Traits::kSplitTail) {
+        if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, n_block_begin, n_block_end);
+      }
+      visit(round, index, tile, n_block_begin, n_block_end);
     }
   };
 
@@ -93,11 +98,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
-    for_each_tile([&](int round, unsigned, TileCoord tile, int n_block_end) {
+    for_each_tile([&](int round, unsigned, TileCoord tile, int n_block_begin, int n_block_end) {
       if (n_block_end == 0) {
         Mainloop::pass_q_empty_tile_producer(storage, round);
       } else {
-        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_end, round);
+        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_begin, n_block_end, round);
       }
     });
     // The CTA stays until the partner's consumers have released every slot (they arrive
@@ -113,7 +118,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pingpong.start();
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
-    for_each_tile([&](int round, unsigned index, TileCoord tile, int n_block_end) {
+    for_each_tile([&](int round, unsigned index, TileCoord tile, int n_block_begin, int n_block_end) {
       typename Traits::TiledMmaPV mma_pv;
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
       clear(acc_o);
@@ -125,8 +130,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (kWarpSpecialization) {
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_end, round,
-                        consumer_tid, acc_o, softmax, [](int) {});
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_begin, n_block_end,
+                        round, consumer_tid, acc_o, softmax, [](int) {});
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
@@ -135,11 +140,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {
             load_q();
-            for (int i = 0; i < Traits::kStages && i < n_block_end; ++i) load_kv(n_block_end - 1 - i, write);
+            for (int i = 0; i < Traits::kStages && i < n_block_end - n_block_begin; ++i) {
+              load_kv(n_block_end - 1 - i, write);
+            }
           }
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_end, round,
-                        consumer_tid, acc_o, softmax, [&](int n_block) {
-                          if (is_consumer_that_loads && n_block >= Traits::kStages) {
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_begin, n_block_end,
+                        round, consumer_tid, acc_o, softmax, [&](int n_block) {
+                          if (is_consumer_that_loads && n_block - Traits::kStages >= n_block_begin) {
                             load_kv(n_block - Traits::kStages, write);
                           }
                         });
@@ -151,6 +158,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if constexpr (Traits::kRecomputeTileForEpilogue) {
         asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
         tile = scheduler.tile(index);
+      }
+      if constexpr (Traits::kSplitTail) {
+        if (scheduler.split.in_tail(round)) {
+          ForwardEpilogue<Traits>::store_piece(params, scheduler.split.slot(blockIdx.x, round), consumer_tid, lse,
+                                               acc_o);
+          return;
+        }
       }
       ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
       ForwardEpilogue<Traits>::store_o(params, storage, tile, round, consumer_tid, acc_o);

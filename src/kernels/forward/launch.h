@@ -8,6 +8,7 @@
 #include <cute/tensor.hpp>
 
 #include "kernels/forward/kernel.h"
+#include "kernels/forward/split_combine.h"
 #include "kernels/forward/traits.h"
 #include "warpflash/forward.h"
 
@@ -46,6 +47,44 @@ Status cached_per_device(std::atomic<int> (&cache)[64], int device, int& value, 
   return status;
 }
 
+// With a workspace, splits the last round of a non-causal launch along the keys
+// (split_tail.h) on all `workers` (clusters), when that evens out the finish: sets
+// params.scheduler.split and params.split_workspace and widens the grid to `ctas`.
+template <class Traits>
+Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Params& params, int& ctas) {
+  ForwardTileScheduler& scheduler = params.scheduler;
+  int n_blocks = params.mask.n_block_end(0, Traits::kBlockM, Traits::kBlockN);
+  SplitTail split = SplitTail::plan(scheduler.num_tiles() / Traits::kClusterM, workers, n_blocks, Traits::kClusterM);
+  if (!split.active()) return Status::Ok();
+  size_t needed = split_workspace_bytes(workers * Traits::kClusterM, Traits::kBlockM, Traits::kHeadDim);
+  if (args.workspace_bytes < needed) {
+    return Status::InvalidArgument("warpflash::forward: workspace_bytes = " + std::to_string(args.workspace_bytes) +
+                                   " is too small: this problem needs " + std::to_string(needed) +
+                                   " (forward_workspace_bytes())");
+  }
+  scheduler.split = split;
+  params.split_workspace = static_cast<float*>(args.workspace);
+  ctas = workers * Traits::kClusterM;
+  return Status::Ok();
+}
+
+template <class Traits>
+SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits::Params const& params, int ctas) {
+  return SplitCombineParams{params.split_workspace,
+                            params.scheduler.split,
+                            ctas,
+                            Traits::kBlockM,
+                            Traits::kHeadDim,
+                            params.scheduler.num_m_blocks,
+                            params.scheduler.heads,
+                            params.mask.seqlen_q,
+                            args.o.data,
+                            args.o.batch_stride,
+                            args.o.seqlen_stride,
+                            args.o.head_stride,
+                            args.lse};
+}
+
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
 template <class Element, int kHeadDim, ForwardVariant kVariant>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
@@ -77,7 +116,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       AttentionMask{static_cast<int>(shape.seqlen_q), static_cast<int>(shape.seqlen_k), args.causal},
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
                            static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), args.causal},
-      {},  // tma_o, below
+      {},       // tma_o, below
+      nullptr,  // split_workspace, below
   };
 
   if constexpr (Traits::kTmaStoreO) {
@@ -142,9 +182,17 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     if (clusters == 0) return Status::CudaError("forward_kernel: no cluster of this kernel fits on the device");
     ctas = std::min(ctas / Traits::kClusterM, clusters) * Traits::kClusterM;
+    if constexpr (Traits::kSplitTail) {
+      if (args.workspace != nullptr) {
+        status = plan_split_tail<Traits>(args, clusters, params, ctas);
+        if (!status.ok()) return status;
+      }
+    }
     params.scheduler.plan(ctas, Traits::kBlockM);
     config.gridDim = dim3(unsigned(ctas));
-    return check_cuda(cudaLaunchKernelEx(&config, kernel, params), "forward_kernel launch");
+    status = check_cuda(cudaLaunchKernelEx(&config, kernel, params), "forward_kernel launch");
+    if (!status.ok() || !params.scheduler.split.active()) return status;
+    return launch_split_combine<Element>(split_combine_params<Traits>(args, params, ctas), args.stream);
   }
 }
 

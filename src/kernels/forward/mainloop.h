@@ -149,33 +149,34 @@ struct ForwardMainloop {
     return cute::make_tuple(load_q, load_kv);
   }
 
-  // The producer warpgroup's thread, for each tile with work: Q, then every K/V block in
-  // visiting order, as fast as the ring frees up.
+  // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
+  // n_block_end - 1 down to n_block_begin, as fast as the ring frees up.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_end,
-                               int round) {
+                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_begin,
+                               int n_block_end, int round) {
     auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
     int n_block = n_block_end - 1;
     // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
     // epilogue: the first K/V blocks go first, into the ring slots freed before it.
     if constexpr (Traits::kOInQBuffer) {
-      for (int i = 0; i < Traits::kStages && n_block >= 0; ++i, --n_block) get<1>(loads)(n_block, write);
+      for (int i = 0; i < Traits::kStages && n_block >= n_block_begin; ++i, --n_block) get<1>(loads)(n_block, write);
     }
     get<0>(loads)();
     // Not unrolled: the producer thread has 24 registers.
 #pragma unroll 1
-    for (; n_block >= 0; --n_block) get<1>(loads)(n_block, write);
+    for (; n_block >= n_block_begin; --n_block) get<1>(loads)(n_block, write);
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
-  // with work (the CTA's tile in `round`). Leaves the unnormalized O in acc_o;
-  // the caller finalizes the softmax. after_block(n_block) runs once this thread has
-  // released K/V block n_block (the kernel without warp specialization loads there).
+  // with work (the CTA's tile in `round`) over its K/V blocks [n_block_begin,
+  // n_block_end). Leaves the unnormalized O in acc_o; the caller finalizes the softmax.
+  // after_block(n_block) runs once this thread has released K/V block n_block (the kernel
+  // without warp specialization loads there).
   template <class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineKV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
-                              TileCoord tile, int n_block_end, int round, int consumer_tid, AccO& acc_o,
-                              Softmax& softmax, AfterBlock&& after_block) {
+                              TileCoord tile, int n_block_begin, int n_block_end, int round, int consumer_tid,
+                              AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
     Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
@@ -222,9 +223,11 @@ struct ForwardMainloop {
     };
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.
-    auto release_q_after = [&](int n_block) {
-      if (!Traits::kOInQBuffer && n_block == 0) release_q(storage, round);
+    auto release_q_after = [&](bool last_block) {
+      if (!Traits::kOInQBuffer && last_block) release_q(storage, round);
     };
+    // Only the split tail's kernels take a first block other than 0.
+    if constexpr (!Traits::kSplitTail) n_block_begin = 0;
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
 
     // The first block: S only (O is still zero, nothing to rescale).
@@ -237,15 +240,17 @@ struct ForwardMainloop {
     warpgroup_fence_operand(acc_s);
     release_kv(pipeline_k, storage.pipeline_k, read_k);
     ++read_k;
-    release_q_after(n_block);
+    release_q_after(n_block == n_block_begin);
     mask_block(n_block);
     softmax.update(acc_s_rc);
     store_p();
 
     // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S of the next block is
     // issued before O += P V of this one, and the softmax of the next block runs while
-    // the PV GEMM is still on the tensor cores.
-    for (--n_block; n_block >= 0; --n_block) {
+    // the PV GEMM is still on the tensor cores. Counted by the blocks left, so that a
+    // kernel without masks inside the loop holds one counter, not the block and its end.
+    for (int blocks_left = n_block - n_block_begin; blocks_left > 0; --blocks_left) {
+      n_block = n_block_begin + blocks_left - 1;
       PipelineState read_v = previous(read_k);
       pipeline_k.consumer_wait(read_k);
       pipeline_v.consumer_wait(read_v);
@@ -259,8 +264,8 @@ struct ForwardMainloop {
       warpgroup_fence_operand(acc_s);
       release_kv(pipeline_k, storage.pipeline_k, read_k);
       ++read_k;
-      release_q_after(n_block);
-      mask_block(n_block);
+      release_q_after(blocks_left == 1);
+      if constexpr (Traits::kMaskInsideLoop) mask_block(n_block);
       auto correction = softmax.update(acc_s_rc);
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);
@@ -278,7 +283,7 @@ struct ForwardMainloop {
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_o);
     release_kv(pipeline_v, storage.pipeline_v, read_v);
-    after_block(0);
+    after_block(n_block_begin);
   }
 };
 

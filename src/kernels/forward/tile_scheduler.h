@@ -7,6 +7,7 @@
 
 #include "kernels/common/fast_divmod.h"
 #include "kernels/common/host_device.h"
+#include "kernels/forward/split_tail.h"
 
 namespace warpflash::kernels {
 
@@ -48,6 +49,7 @@ struct ForwardTileScheduler {
   int units_per_cta = 0;             // paired_units / ctas
   int extra_units = 0;               // paired_units % ctas: CTAs below it get one more unit
   FastDivmod by_m_blocks, by_heads, by_pairs, by_tail_heads;
+  SplitTail split;  // set by the launcher of a kernel with kSplitTail
 
   ForwardTileScheduler() = default;
   ForwardTileScheduler(int num_m_blocks_, int heads_, int batch_, bool causal_)
@@ -79,8 +81,16 @@ struct ForwardTileScheduler {
   }
 
   // The linear tile index `cta` (of the `ctas` planned for) computes in `round`;
-  // >= num_tiles() when done (below 2^31 + 2 * ctas).
+  // >= num_tiles() when done. With kSplitTail, the tail rounds of an active split take
+  // pieces of tiles (SplitTail).
+  template <bool kSplitTail = false>
   WF_HOST_DEVICE unsigned tile_index(int cta, int ctas, int round) const {
+    if constexpr (kSplitTail) {
+      if (split.in_tail(round)) {
+        unsigned index;
+        return split.tile_index(cta, ctas, round, index) ? index : ~0u;
+      }
+    }
     if (!causal) return unsigned(round) * ctas + cta;
     int ahead = cta < extra_units ? 1 : 0;  // got one more unit
     if (round < 2 * (units_per_cta + ahead)) return 2 * (unsigned(round / 2) * ctas + cta) + (round & 1);

@@ -45,6 +45,10 @@ struct ForwardTraits {
   // does not wait for the partner CTA's releases).
   static constexpr int kClusterM = kWarpSpecialization ? kConfig.cluster_m : 1;
   using ClusterShape = Shape<Int<kClusterM>, _1, _1>;
+  static constexpr bool kSplitTail = kConfig.split_tail;
+  // Only a causal mask needs masking past a tile's first visited block (the end of the
+  // keys is in that block); the clustered kernels never see one (forward_variant()).
+  static constexpr bool kMaskInsideLoop = kConfig.cluster_m == 1;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of one or two CTAs");
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
 
@@ -94,6 +98,7 @@ struct ForwardTraits {
   // Not d=256's 128 x 80 tiles: their consumers have no registers left for it (they spill).
   static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && !(kHeadDim == 256 && kBlockN > 64);
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
+  static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
       decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}))>;
@@ -150,7 +155,11 @@ struct ForwardTraits {
     AttentionMask mask;
     ForwardTileScheduler scheduler;
     TmaO tma_o;  // set when kTmaStoreO
+    // With an active split tail (scheduler.split): per slot (SplitTail::slot) a piece's
+    // normalized O, (kBlockM, kHeadDim), then its LSE, (kBlockM), fp32.
+    float* split_workspace;
   };
+  static constexpr int kSplitSlotFloats = kBlockM * (kHeadDim + 1);
 };
 
 }  // namespace warpflash::kernels

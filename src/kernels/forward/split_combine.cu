@@ -1,0 +1,90 @@
+// The merge of a split tail's pieces: one CTA per four rows of a split tile, a thread per
+// four columns.
+#include "kernels/forward/split_combine.h"
+
+#include <cmath>
+#include <string>
+
+#include <cutlass/numeric_types.h>
+
+namespace warpflash::kernels {
+namespace {
+
+constexpr int kRowsPerCta = 4;
+constexpr int kColumnsPerThread = 4;
+
+template <class Element>
+__global__ void split_combine_kernel(SplitCombineParams const params) {
+  SplitTail const& split = params.split;
+  int const shift = split.cluster_shift;
+  int const workers = params.ctas >> shift;
+  int const unit = blockIdx.x >> shift, rank = blockIdx.x - (unit << shift);
+  unsigned const tile = ((unsigned(split.full_rounds) * unsigned(workers) + unsigned(unit)) << shift) + unsigned(rank);
+  int const m_block = int(tile % unsigned(params.num_m_blocks));
+  unsigned const head_batch = tile / unsigned(params.num_m_blocks);
+  int const head = int(head_batch % unsigned(params.heads)), batch = int(head_batch / unsigned(params.heads));
+  int const row_in_tile = blockIdx.y * kRowsPerCta + threadIdx.y;
+  int const row = m_block * params.block_m + row_in_tile;
+  if (row >= params.seqlen_q) return;
+
+  // The workers whose runs cover some of this unit's blocks, each with one piece of it.
+  int const unit_begin = unit * split.n_blocks, unit_end = unit_begin + split.n_blocks;
+  int first_worker = 0;
+  while (split.run_begin(first_worker + 1) <= unit_begin) ++first_worker;
+  int end_worker = first_worker;
+  while (end_worker < workers && split.run_begin(end_worker) < unit_end) ++end_worker;
+  int const slot_floats = params.block_m * (params.head_dim + 1);
+  auto piece_slot = [&](int worker) {
+    int piece = unit - int(split.by_n_blocks.div(unsigned(split.run_begin(worker))));
+    return params.workspace + int64_t(SplitTail::piece_slot((worker << shift) + rank, piece)) * slot_floats;
+  };
+  auto piece_lse = [&](int worker) { return piece_slot(worker)[params.block_m * params.head_dim + row_in_tile]; };
+
+  float lse_max = -INFINITY;
+  for (int w = first_worker; w < end_worker; ++w) lse_max = fmaxf(lse_max, piece_lse(w));
+  float sum = 0.f;
+  if (lse_max != -INFINITY) {
+    for (int w = first_worker; w < end_worker; ++w) sum += expf(piece_lse(w) - lse_max);
+  }
+  float const lse = lse_max == -INFINITY ? -INFINITY : lse_max + logf(sum);
+
+  Element* o_row = static_cast<Element*>(params.o) + batch * params.o_batch_stride + row * params.o_seqlen_stride +
+                   head * params.o_head_stride;
+  for (int col = threadIdx.x * kColumnsPerThread; col < params.head_dim; col += blockDim.x * kColumnsPerThread) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (lse != -INFINITY) {
+      for (int w = first_worker; w < end_worker; ++w) {
+        float const* slot = piece_slot(w);
+        float weight = expf(slot[params.block_m * params.head_dim + row_in_tile] - lse);
+        float4 o = *reinterpret_cast<float4 const*>(slot + row_in_tile * params.head_dim + col);
+        acc.x += weight * o.x;
+        acc.y += weight * o.y;
+        acc.z += weight * o.z;
+        acc.w += weight * o.w;
+      }
+    }
+    Element out[kColumnsPerThread] = {Element(acc.x), Element(acc.y), Element(acc.z), Element(acc.w)};
+    *reinterpret_cast<uint2*>(o_row + col) = *reinterpret_cast<uint2 const*>(out);
+  }
+  if (params.lse != nullptr && threadIdx.x == 0) {
+    params.lse[(int64_t(batch) * params.heads + head) * params.seqlen_q + row] = lse;
+  }
+}
+
+}  // namespace
+
+template <class Element>
+Status launch_split_combine(SplitCombineParams const& params, cudaStream_t stream) {
+  dim3 grid(unsigned(params.split.units << params.split.cluster_shift), unsigned(params.block_m / kRowsPerCta));
+  dim3 block(unsigned(params.head_dim / kColumnsPerThread), unsigned(kRowsPerCta));
+  split_combine_kernel<Element><<<grid, block, 0, stream>>>(params);
+  cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess) return Status::Ok();
+  return Status::CudaError(std::string("split_combine_kernel launch: ") + cudaGetErrorName(error) + " (" +
+                           cudaGetErrorString(error) + ")");
+}
+
+template Status launch_split_combine<cutlass::bfloat16_t>(SplitCombineParams const&, cudaStream_t);
+template Status launch_split_combine<cutlass::half_t>(SplitCombineParams const&, cudaStream_t);
+
+}  // namespace warpflash::kernels

@@ -1,0 +1,35 @@
+// The merge of a split tail's pieces (split_tail.h) into O and the LSE: for each row of a
+// split tile, O = sum_i exp(lse_i - lse) O_i with lse = log(sum_i exp(lse_i)), over the
+// pieces the workers left in the workspace. Runs after the forward kernel on its stream.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/forward/split_tail.h"
+#include "warpflash/status.h"
+
+namespace warpflash::kernels {
+
+struct SplitCombineParams {
+  float const* workspace;  // per slot: O (block_m, head_dim), then LSE (block_m)
+  SplitTail split;
+  int ctas;  // the forward kernel's grid
+  int block_m;
+  int head_dim;
+  int num_m_blocks;
+  int heads;
+  int seqlen_q;
+  void* o;  // of the input type
+  int64_t o_batch_stride;
+  int64_t o_seqlen_stride;
+  int64_t o_head_stride;
+  float* lse;  // may be null
+};
+
+// Element: cutlass::bfloat16_t or cutlass::half_t (split_combine.cu).
+template <class Element>
+Status launch_split_combine(SplitCombineParams const& params, cudaStream_t stream);
+
+}  // namespace warpflash::kernels
