@@ -127,6 +127,13 @@ TEST(Validation, LseMisaligned) {
   expect_error(args, StatusCode::kInvalidArgument, {"lse = 0x10002", "4-byte aligned"});
 }
 
+TEST(Validation, WorkspaceMisaligned) {
+  ForwardArgs args = valid_args();
+  args.workspace = reinterpret_cast<void*>(0x10008);
+  args.workspace_bytes = 1 << 20;
+  expect_error(args, StatusCode::kInvalidArgument, {"workspace = 0x10008", "16-byte aligned"});
+}
+
 TEST(Validation, EmptyProblemsAreValidWithoutPointers) {
   ForwardArgs args;
   args.shape = {0, 100, 100, 4, 4, compiled_head_dims(DType::kBFloat16).at(0)};

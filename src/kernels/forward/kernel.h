@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
       clear(acc_o);
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
-      OnlineSoftmax<kRows> softmax(params.scale_log2);
+      OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(params.scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
       if (n_block_end == 0) {
         if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round);

@@ -271,7 +271,7 @@ struct ForwardMainloop {
       warpgroup_fence_operand(acc_o);
       release_kv(pipeline_v, storage.pipeline_v, read_v);
       after_block(n_block + 1);  // its K went after the previous S, its V just now
-      Softmax::rescale(acc_o_rc, correction);
+      Softmax::rescale_any(acc_o_rc, correction);
       store_p();
     }
 

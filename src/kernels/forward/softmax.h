@@ -24,8 +24,14 @@ CUTE_DEVICE float quad_allreduce_sum(float x) {
   return x + __shfl_xor_sync(0xffffffff, x, 2);
 }
 
-template <int kRows>
+// kLazyRescale (FlashAttention-4's lazy rescaling): a row's reference max moves only
+// when the row's max grows by more than 2^kRescaleThreshold, so P may reach 2^8 (the fp32
+// sums and 16-bit P hold that at full precision) and after the first blocks of a long row
+// O needs no rescaling: rescale_any() skips it for a warp whose rows all kept theirs.
+template <int kRows, bool kLazyRescale = false>
 struct OnlineSoftmax {
+  static constexpr float kRescaleThreshold = 8.f;  // log2 units
+
   float row_max[kRows];
   float row_sum[kRows];  // this thread's partial sums; reduced across the quad at the end
   float scale_log2;
@@ -54,8 +60,11 @@ struct OnlineSoftmax {
       new_max = quad_allreduce_max(new_max);
       // A row that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
       // exp2(-inf) = 0 and avoids inf - inf = NaN.
+      // Lazily, from -inf to finite grows (correction 0); -inf to -inf (NaN) does not.
+      bool grows = !kLazyRescale || new_max * scale_log2 - row_max[r] * scale_log2 > kRescaleThreshold;
+      if (!grows) new_max = row_max[r];
       float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
-      correction[r] = exp2f(row_max[r] * scale_log2 - max_scaled);
+      correction[r] = grows ? exp2f(row_max[r] * scale_log2 - max_scaled) : 1.f;
       row_max[r] = new_max;
       float sum = 0.f;
       CUTLASS_PRAGMA_UNROLL
@@ -66,6 +75,19 @@ struct OnlineSoftmax {
       row_sum[r] = row_sum[r] * correction[r] + sum;
     }
     return correction;
+  }
+
+  // O *= correction, per row; with kLazyRescale only if some row of the warp moved its
+  // reference max (a warp-uniform branch).
+  template <class TensorO>
+  CUTE_DEVICE static void rescale_any(TensorO& o, cute::array<float, kRows> const& correction) {
+    if constexpr (kLazyRescale) {
+      bool moved = false;
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < kRows; ++r) moved |= correction[r] != 1.f;
+      if (!__any_sync(0xffffffff, moved)) return;
+    }
+    rescale(o, correction);
   }
 
   template <class TensorO>

@@ -41,6 +41,10 @@ struct ForwardTraits {
   // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
   static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
+  // Lazy rescaling of O (softmax.h) where O's rescale is most of the softmax's work: d=256
+  // (128 FMULs a thread per 128 x 80 block against 40 exp2); +3-6% there, -5% for d=128
+  // non-causal and up to -8% for d=64 causal 1k (docs/perf-notes.md).
+  static constexpr bool kLazyRescale = kHeadDim == 256;
   // The K/V multicast needs the producer warpgroup (the ablation's consumer that loads
   // does not wait for the partner CTA's releases).
   static constexpr int kClusterM = kWarpSpecialization ? kConfig.cluster_m : 1;
