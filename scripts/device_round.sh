@@ -36,8 +36,8 @@ if has check; then
 fi
 if has experiments; then
   for dir in "$build" "$@"; do
-    timeout ${TEST_TIMEOUT:-150} "$dir/tests/warpflash_gpu_tests" --gtest_brief=1 > "$results/tests-${dir//\//_}.log" 2>&1
-    echo "$dir GPU tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$results/tests-${dir//\//_}.log" | head -2 | tr '\n' ' ')"
+    summary=$(scripts/gpu_tests.sh "$dir" "$results/tests-${dir//\//_}.log")
+    echo "$dir GPU tests rc=$? $(echo "$summary" | tr '\n' ' ')"
   done
   if [ $# -gt 0 ]; then
     BENCH_ARGS=${COMPARE_ARGS:-} scripts/compare_builds.sh "$build" "$@" > "$results/compare_builds.log" 2>&1

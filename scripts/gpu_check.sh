@@ -19,8 +19,7 @@ if command -v cuobjdump >/dev/null; then
 fi
 
 echo "== GPU tests"
-timeout ${TEST_TIMEOUT:-300} "$BUILD/tests/warpflash_gpu_tests" --gtest_brief=1 2>&1 | tee "$RESULTS/gpu_tests.log" | tail -n 40
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+scripts/gpu_tests.sh "$BUILD" "$RESULTS/gpu_tests.log" || status=1
 
 echo "== Benchmark: warpflash, then PyTorch SDPA (cuDNN, FA2) in the same run"
 timeout ${BENCH_TIMEOUT:-300} "$BUILD/bench/warpflash_bench" --csv "$RESULTS/warpflash.csv" ${BENCH_ARGS:-} > "$RESULTS/bench.log" 2>&1 || status=1
