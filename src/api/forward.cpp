@@ -100,8 +100,9 @@ size_t forward_workspace_bytes(const ForwardArgs& args) {
     return 0;
   }
   int head_dim = static_cast<int>(args.shape.head_dim);
-  kernels::ForwardTileConfig config = kernels::forward_tile_config(head_dim, forward_variant_of(args));
-  if (!config.split_tail) return 0;
+  kernels::ForwardVariant variant = forward_variant_of(args);
+  kernels::ForwardTileConfig config = kernels::forward_tile_config(head_dim, variant);
+  if (!config.split_tail || find_forward_launcher(args.dtype, head_dim, variant) == nullptr) return 0;
   int device = 0, sm_count = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
