@@ -71,12 +71,10 @@ Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Pa
 template <class Traits>
 SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits::Params const& params, int ctas) {
   return SplitCombineParams{params.split_workspace,
-                            params.scheduler.split,
+                            params.scheduler,
                             ctas,
                             Traits::kBlockM,
                             Traits::kHeadDim,
-                            params.scheduler.num_m_blocks,
-                            params.scheduler.heads,
                             params.mask.seqlen_q,
                             args.o.data,
                             args.o.batch_stride,

@@ -15,16 +15,13 @@ constexpr int kColumnsPerThread = 4;
 
 template <class Element>
 __global__ void split_combine_kernel(SplitCombineParams const params) {
-  SplitTail const& split = params.split;
+  SplitTail const& split = params.scheduler.split;
   int const shift = split.cluster_shift;
   int const workers = params.ctas >> shift;
   int const unit = blockIdx.x >> shift, rank = blockIdx.x - (unit << shift);
-  unsigned const tile = ((unsigned(split.full_rounds) * unsigned(workers) + unsigned(unit)) << shift) + unsigned(rank);
-  int const m_block = int(tile % unsigned(params.num_m_blocks));
-  unsigned const head_batch = tile / unsigned(params.num_m_blocks);
-  int const head = int(head_batch % unsigned(params.heads)), batch = int(head_batch / unsigned(params.heads));
+  TileCoord const tile = params.scheduler.tile(split.unit_tile(params.ctas, unit, rank));
   int const row_in_tile = blockIdx.y * kRowsPerCta + threadIdx.y;
-  int const row = m_block * params.block_m + row_in_tile;
+  int const row = tile.m_block * params.block_m + row_in_tile;
   if (row >= params.seqlen_q) return;
 
   // The workers whose runs cover some of this unit's blocks, each with one piece of it.
@@ -48,8 +45,8 @@ __global__ void split_combine_kernel(SplitCombineParams const params) {
   }
   float const lse = lse_max == -INFINITY ? -INFINITY : lse_max + logf(sum);
 
-  Element* o_row = static_cast<Element*>(params.o) + batch * params.o_batch_stride + row * params.o_seqlen_stride +
-                   head * params.o_head_stride;
+  Element* o_row = static_cast<Element*>(params.o) + tile.batch * params.o_batch_stride +
+                   row * params.o_seqlen_stride + tile.head * params.o_head_stride;
   for (int col = threadIdx.x * kColumnsPerThread; col < params.head_dim; col += blockDim.x * kColumnsPerThread) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (lse != -INFINITY) {
@@ -67,7 +64,7 @@ __global__ void split_combine_kernel(SplitCombineParams const params) {
     *reinterpret_cast<uint2*>(o_row + col) = *reinterpret_cast<uint2 const*>(out);
   }
   if (params.lse != nullptr && threadIdx.x == 0) {
-    params.lse[(int64_t(batch) * params.heads + head) * params.seqlen_q + row] = lse;
+    params.lse[(int64_t(tile.batch) * params.scheduler.heads + tile.head) * params.seqlen_q + row] = lse;
   }
 }
 
@@ -75,7 +72,8 @@ __global__ void split_combine_kernel(SplitCombineParams const params) {
 
 template <class Element>
 Status launch_split_combine(SplitCombineParams const& params, cudaStream_t stream) {
-  dim3 grid(unsigned(params.split.units << params.split.cluster_shift), unsigned(params.block_m / kRowsPerCta));
+  SplitTail const& split = params.scheduler.split;
+  dim3 grid(unsigned(split.units << split.cluster_shift), unsigned(params.block_m / kRowsPerCta));
   dim3 block(unsigned(params.head_dim / kColumnsPerThread), unsigned(kRowsPerCta));
   split_combine_kernel<Element><<<grid, block, 0, stream>>>(params);
   cudaError_t error = cudaGetLastError();

@@ -7,19 +7,17 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/forward/split_tail.h"
+#include "kernels/forward/tile_scheduler.h"
 #include "warpflash/status.h"
 
 namespace warpflash::kernels {
 
 struct SplitCombineParams {
   float const* workspace;  // per slot: O (block_m, head_dim), then LSE (block_m)
-  SplitTail split;
-  int ctas;  // the forward kernel's grid
+  ForwardTileScheduler scheduler;  // the forward kernel's, with its split
+  int ctas;                        // the forward kernel's grid
   int block_m;
   int head_dim;
-  int num_m_blocks;
-  int heads;
   int seqlen_q;
   void* o;  // of the input type
   int64_t o_batch_stride;

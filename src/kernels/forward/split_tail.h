@@ -71,14 +71,19 @@ struct SplitTail {
     return true;
   }
 
+  // The tile that the CTA of rank `rank` in its cluster computes of tail unit `unit`, in a
+  // grid of `ctas`: (full_rounds * workers + unit) * cluster_m + rank, so a cluster's
+  // CTAs take m-blocks 2i and 2i+1 of one head, as in the rounds before.
+  WF_HOST_DEVICE unsigned unit_tile(int ctas, int unit, int rank) const {
+    return ((unsigned(full_rounds) * unsigned(ctas >> cluster_shift) + unsigned(unit)) << cluster_shift) +
+           unsigned(rank);
+  }
+
   // The tile index of CTA `cta`'s piece in `round` of a grid of `ctas`; false if none.
-  // Tail unit u holds tiles (full_rounds * workers + u) * cluster_m + rank: the units of
-  // a cluster, m-blocks 2i and 2i+1 of one head, as in the rounds before.
   WF_HOST_DEVICE bool tile_index(int cta, int ctas, int round, unsigned& index) const {
     int worker = cta >> cluster_shift, unit, begin, end;
     if (!piece(worker, round - full_rounds, unit, begin, end)) return false;
-    index = ((unsigned(full_rounds) * unsigned(ctas >> cluster_shift) + unsigned(unit)) << cluster_shift) +
-            unsigned(cta - (worker << cluster_shift));
+    index = unit_tile(ctas, unit, cta - (worker << cluster_shift));
     return true;
   }
 
