@@ -53,13 +53,46 @@ struct ForwardArgs {
   // to rounding.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+
+  // Sliding window (FlashAttention's window_size = (window_left, window_right)): query i
+  // sees key j when i + d - window_left <= j <= i + d + window_right, d = seqlen_k -
+  // seqlen_q of its sequences (bottom-right aligned); -1 leaves a side unbounded. causal
+  // sets window_right = 0. K/V blocks outside the window are skipped.
+  int64_t window_left = -1;
+  int64_t window_right = -1;
+  // Chunked attention (Llama 4's attention_chunk): > 0 limits query i to the keys j in its
+  // chunk, floor(j / chunk) == floor((i + d) / chunk); combines with causal and windows.
+  int64_t attention_chunk = 0;
+  // Softcap (Gemma 2): > 0 replaces each scaled score s by softcap * tanh(s / softcap).
+  float softcap = 0.f;
+  // Learnable attention sinks (gpt-oss): fp32 (heads_q), one logit per query head that
+  // joins every row's softmax denominator without a value row; the LSE includes it. Rows
+  // that see no key then get O = 0 and LSE = the sink. null: none.
+  const float* learnable_sink = nullptr;
+
+  // Variable-length batches in FlashAttention's packed layout, each side on its own: with
+  // cu_seqlens_q (int32 (batch + 1) on the device, cu_seqlens_q[0] = 0, non-decreasing)
+  // q and o hold the batch's sequences one after the other, total_q rows of
+  // (heads_q, head_dim) (their views' batch_stride is unused), sequence b in rows
+  // [cu_seqlens_q[b], cu_seqlens_q[b + 1]), shape.seqlen_q is the longest sequence
+  // (max_seqlen_q) and the LSE is (heads_q, total_q). Likewise cu_seqlens_k for k and v.
+  // Values that break these rules give wrong results but no access outside the tensors.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int64_t total_q = 0;
+  int64_t total_k = 0;
+  // Optional int32 (batch) on the device: only the first seqused[b] tokens of sequence b
+  // count (the rest of its rows are neither attended to nor written), packed or dense.
+  // Keys past seqused are still read (as the rest of a K/V block) and must be finite.
+  const int* seqused_q = nullptr;
+  const int* seqused_k = nullptr;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.
 //
 // Empty problems: batch == 0 or seqlen_q == 0 is a no-op. A query row that sees no key
-// (seqlen_k == 0, or a causal row above the bottom-right diagonal) gets O = 0 and
-// LSE = -inf.
+// (seqlen_k == 0, a causal row above the bottom-right diagonal, a row outside its window)
+// gets O = 0 and LSE = -inf.
 Status forward(const ForwardArgs& args);
 
 // The workspace forward() can use for these arguments on the current device (an upper

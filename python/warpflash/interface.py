@@ -6,7 +6,34 @@ import torch
 from warpflash import _ops
 
 
-def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False):
+def _check_tensors(**tensors):
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"warpflash: {name} must be a torch.Tensor, got {type(t).__name__}")
+
+
+def _mask_options(window_size, attention_chunk, softcap):
+    try:
+        left, right = (int(x) for x in window_size)
+    except (TypeError, ValueError):
+        raise TypeError(f"warpflash: window_size must be a pair of ints (left, right), got {window_size!r}") from None
+    if left < -1 or right < -1:
+        raise ValueError(f"warpflash: window_size = ({left}, {right}) is not allowed: each side is -1 (unbounded) or >= 0")
+    if int(attention_chunk) < 0:
+        raise ValueError(f"warpflash: attention_chunk = {attention_chunk} must be >= 0 (0: no chunks)")
+    if not (math.isfinite(float(softcap)) and float(softcap) >= 0):
+        raise ValueError(f"warpflash: softcap = {softcap} must be finite and >= 0 (0: no softcap)")
+    return left, right, int(attention_chunk), float(softcap)
+
+
+def _sink(learnable_sink):
+    if learnable_sink is not None and not isinstance(learnable_sink, torch.Tensor):
+        raise TypeError(f"warpflash: learnable_sink must be a torch.Tensor or None, got {type(learnable_sink).__name__}")
+    return learnable_sink
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, window_size=(-1, -1),
+                    softcap=0.0, attention_chunk=0, learnable_sink=None):
     """Exact attention softmax(q k^T * softmax_scale) v on a Hopper GPU.
 
     q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim),
@@ -15,13 +42,50 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False)
     masks align to the bottom-right corner when seqlen_q != seqlen_k. Runs on the current
     CUDA stream; works under torch.compile and CUDA graph capture.
 
+    As in FlashAttention: window_size = (left, right) limits query i to keys
+    [i + seqlen_k - seqlen_q - left, i + seqlen_k - seqlen_q + right] (-1: unbounded;
+    causal sets right = 0); attention_chunk > 0 limits it to the keys of its chunk (Llama 4);
+    softcap > 0 replaces each scaled score s by softcap * tanh(s / softcap) (Gemma 2);
+    learnable_sink, a (heads_q,) tensor, adds one logit per query head to every row's
+    softmax denominator (gpt-oss; the LSE includes it).
+
     Returns out (batch, seqlen_q, heads_q, head_dim), and with return_lse=True also the
     fp32 log-sum-exp (batch, heads_q, seqlen_q). Bad arguments raise ValueError or
     TypeError naming the argument, the value and what is allowed.
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"warpflash: {name} must be a torch.Tensor, got {type(t).__name__}")
+    _check_tensors(q=q, k=k, v=v)
+    left, right, chunk, softcap = _mask_options(window_size, attention_chunk, softcap)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
-    return _ops.forward(q, k, v, float(softmax_scale), bool(causal), bool(return_lse))
+    return _ops.forward(q, k, v, None, None, None, None, 0, 0, float(softmax_scale), bool(causal), left, right, chunk,
+                        softcap, _sink(learnable_sink), bool(return_lse))
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
+                           causal=False, window_size=(-1, -1), softcap=0.0, *, seqused_q=None, seqused_k=None,
+                           attention_chunk=0, learnable_sink=None, return_lse=False):
+    """Attention over a batch of variable-length sequences packed one after the other
+    (FlashAttention's varlen layout).
+
+    q: (total_q, heads_q, head_dim), k, v: (total_k, heads_kv, head_dim); sequence b holds
+    rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and [cu_seqlens_k[b], cu_seqlens_k[b + 1])
+    of k and v; cu_seqlens_* are int32 (batch + 1,) CUDA tensors starting at 0, non-decreasing
+    (not checked: other values give wrong results, never accesses outside the tensors);
+    max_seqlen_* bound the lengths (longer sequences are cut). Sequences may be empty.
+    seqused_q / seqused_k, int32 (batch,), count only the first seqused[b] tokens of each
+    sequence (rows past it are not written). Masks, softcap and sinks as flash_attn_func,
+    per sequence.
+
+    Returns out (total_q, heads_q, head_dim), and with return_lse=True also the fp32
+    log-sum-exp (heads_q, total_q).
+    """
+    _check_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    for name, t in (("seqused_q", seqused_q), ("seqused_k", seqused_k)):
+        if t is not None:
+            _check_tensors(**{name: t})
+    left, right, chunk, softcap = _mask_options(window_size, attention_chunk, softcap)
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    return _ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
+                        int(max_seqlen_k), float(softmax_scale), bool(causal), left, right, chunk, softcap,
+                        _sink(learnable_sink), bool(return_lse))

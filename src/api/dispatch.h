@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/forward/config.h"
+#include "kernels/forward/problem.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
@@ -13,7 +14,7 @@ using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale)
 // The kernel variant forward() runs for these (validated) arguments.
 inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args) {
   return kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
-                                  args.shape.seqlen_k);
+                                  args.shape.seqlen_k, kernels::uniform_tiles(args));
 }
 
 // nullptr when this build has no kernel for the triple. A head dim that is compiled has

@@ -7,7 +7,7 @@
 
 #include "api/dispatch.h"
 #include "api/text.h"
-#include "kernels/forward/split_tail.h"
+#include "kernels/attention/split_tail.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
@@ -115,10 +115,13 @@ Status forward(const ForwardArgs& args) {
   Status status = validate_forward(args);
   if (!status.ok()) return status;
   if (args.shape.batch == 0 || args.shape.seqlen_q == 0) return Status::Ok();
+  if (args.cu_seqlens_q != nullptr && args.total_q == 0) return Status::Ok();
   if (!(status = check_device()).ok()) return status;
   const std::pair<const char*, const void*> pointers[] = {
       {"q.data", args.q.data}, {"k.data", args.k.data}, {"v.data", args.v.data},
-      {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace}};
+      {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace},
+      {"cu_seqlens_q", args.cu_seqlens_q}, {"cu_seqlens_k", args.cu_seqlens_k}, {"seqused_q", args.seqused_q},
+      {"seqused_k", args.seqused_k}, {"learnable_sink", args.learnable_sink}};
   for (const auto& [name, pointer] : pointers) {
     if (!args.check_pointers) break;
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;

@@ -83,6 +83,43 @@ Status validate_forward(const ForwardArgs& args) {
   if (args.softmax_scale && !(std::isfinite(*args.softmax_scale) && *args.softmax_scale > 0.f)) {
     return invalid(concat("softmax_scale = ", *args.softmax_scale, " must be finite and positive"));
   }
+  if (args.window_left < -1 || args.window_right < -1) {
+    return invalid(concat("window_size = (", args.window_left, ", ", args.window_right,
+                          ") is not allowed: each side is -1 (unbounded) or >= 0"));
+  }
+  if (!(status = check_range("attention_chunk", args.attention_chunk, 0, limits::kMaxSeqlen - 1)).ok()) return status;
+  if (!(std::isfinite(args.softcap) && args.softcap >= 0.f)) {
+    return invalid(concat("softcap = ", args.softcap, " must be finite and >= 0 (0: no softcap)"));
+  }
+  // Packed (varlen) sides: the totals bound every row index the kernels form.
+  struct PackedSide {
+    const char* cu_name;
+    const int* cu_seqlens;
+    const char* total_name;
+    int64_t total;
+  };
+  for (const PackedSide& side : {PackedSide{"cu_seqlens_q", args.cu_seqlens_q, "total_q", args.total_q},
+                                 PackedSide{"cu_seqlens_k", args.cu_seqlens_k, "total_k", args.total_k}}) {
+    if (side.cu_seqlens == nullptr) {
+      if (side.total != 0) {
+        return invalid(concat(side.total_name, " = ", side.total, " is set without ", side.cu_name,
+                              " (totals describe packed varlen tensors only)"));
+      }
+      continue;
+    }
+    if (!(status = check_range(side.total_name, side.total, 0, limits::kMaxSeqlen)).ok()) return status;
+  }
+  const std::pair<const char*, const void*> int_arrays[] = {{"cu_seqlens_q", args.cu_seqlens_q},
+                                                            {"cu_seqlens_k", args.cu_seqlens_k},
+                                                            {"seqused_q", args.seqused_q},
+                                                            {"seqused_k", args.seqused_k},
+                                                            {"learnable_sink", args.learnable_sink}};
+  for (const auto& [name, pointer] : int_arrays) {
+    if (reinterpret_cast<uintptr_t>(pointer) % 4 != 0) {
+      return invalid(concat(name, " = ", Hex{reinterpret_cast<uintptr_t>(pointer)},
+                            " is not 4-byte aligned (an int32 or fp32 array is required)"));
+    }
+  }
   if (s.batch == 0 || s.seqlen_q == 0) return Status::Ok();  // empty: nothing is read or written
   if (reinterpret_cast<uintptr_t>(args.lse) % alignof(float) != 0) {
     return invalid(concat("lse = ", Hex{reinterpret_cast<uintptr_t>(args.lse)},
@@ -100,11 +137,16 @@ Status validate_forward(const ForwardArgs& args) {
                           limits::kMaxTiles, " (the kernel's grid); split the batch"));
   }
   int bytes = dtype_size_bytes(args.dtype);
-  bool keys_empty = s.seqlen_k == 0;
-  if (!(status = check_tensor("q", args.q, s.batch, s.seqlen_q, s.heads_q, bytes, false)).ok()) return status;
-  if (!(status = check_tensor("k", args.k, s.batch, s.seqlen_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
-  if (!(status = check_tensor("v", args.v, s.batch, s.seqlen_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
-  if (!(status = check_tensor("o", args.o, s.batch, s.seqlen_q, s.heads_q, bytes, false)).ok()) return status;
+  // A packed side is one batch of total rows (its views' batch_stride is unused).
+  bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
+  int64_t batch_q = packed_q ? 1 : s.batch, rows_q = packed_q ? args.total_q : s.seqlen_q;
+  int64_t batch_k = packed_k ? 1 : s.batch, rows_k = packed_k ? args.total_k : s.seqlen_k;
+  if (rows_q == 0) return Status::Ok();  // no query rows: nothing is read or written
+  bool keys_empty = rows_k == 0 || s.seqlen_k == 0;
+  if (!(status = check_tensor("q", args.q, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;
+  if (!(status = check_tensor("k", args.k, batch_k, rows_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
+  if (!(status = check_tensor("v", args.v, batch_k, rows_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
+  if (!(status = check_tensor("o", args.o, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;
   return Status::Ok();
 }
 

@@ -115,10 +115,12 @@ int64_t chunk_count(int64_t units, int64_t length, int64_t block) {
   return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, (length + block - 1) / block));
 }
 
-// Keys [0, visible_keys) are the ones query row i sees.
+// Floor division for a possibly negative numerator.
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
+
+// One past the last key any of rows [0, i] sees (the masks' bounds never decrease with i).
 int64_t visible_keys(const Problem& p, int64_t i) {
-  if (!p.causal) return p.seqlen_k;
-  return std::clamp<int64_t>(i + p.seqlen_k - p.seqlen_q + 1, 0, p.seqlen_k);
+  return std::max<int64_t>(0, visible_range(p, i).second);
 }
 
 // Strided views of one (batch, head) slice of a (batch, seqlen, heads, head_dim) tensor:
@@ -142,6 +144,9 @@ void check_inputs(const char* function, const Problem& p,
     fail("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
          std::to_string(p.heads_kv) + ")");
   }
+  if (!p.sinks.empty() && static_cast<int64_t>(p.sinks.size()) != p.heads_q) {
+    fail("sinks has " + std::to_string(p.sinks.size()) + " values, expected heads_q = " + std::to_string(p.heads_q));
+  }
   for (auto [inputs, expected] : {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}}) {
     for (auto [name, x] : inputs) {
       if (static_cast<int64_t>(x->size()) != expected) {
@@ -160,29 +165,35 @@ constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // Scaled scores of `rows` query rows (rows i0.. of their sequence, viewed by q) against
 // keys [0, keys), into s (row stride `keys`), then replaced by the softmax of the visible
-// part; masked entries and rows that see nothing become 0. Writes LSE if lse != nullptr.
+// part, with the head's sink (-inf: none) in the denominator; masked entries and rows
+// that see nothing become 0. Writes LSE if lse != nullptr.
 template <typename T>
 void softmax_rows(const Problem& p, View<T> q, View<T> k, int64_t i0, int64_t rows,
-                  int64_t keys, std::vector<T>& s, T* lse) {
+                  int64_t keys, T sink, std::vector<T>& s, T* lse) {
   s.assign(rows * keys, T(0));
   gemm_acc<T>(rows, keys, p.head_dim, q, k.transposed(), s.data(), keys);
   const T scale = static_cast<T>(p.softmax_scale);
+  const T softcap = static_cast<T>(p.softcap);
   for (int64_t r = 0; r < rows; ++r) {
     T* row = &s[r * keys];
-    const int64_t visible = std::min(keys, visible_keys(p, i0 + r));
-    T max = kNegInf<T>;
-    for (int64_t j = 0; j < visible; ++j) {
+    const auto [first_key, end_key] = visible_range(p, i0 + r);
+    const int64_t begin = std::clamp<int64_t>(first_key, 0, keys);
+    const int64_t end = std::clamp<int64_t>(end_key, begin, keys);
+    T max = sink;
+    for (int64_t j = begin; j < end; ++j) {
       row[j] *= scale;
+      if (softcap > 0) row[j] = softcap * std::tanh(row[j] / softcap);
       max = std::max(max, row[j]);
     }
-    T sum = 0;
-    for (int64_t j = 0; j < visible; ++j) {
+    T sum = max == kNegInf<T> ? T(0) : std::exp(sink - max);
+    for (int64_t j = begin; j < end; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
-    for (int64_t j = 0; j < visible; ++j) row[j] /= sum;
-    std::fill(row + visible, row + keys, T(0));
-    if (lse) lse[r] = visible > 0 ? max + std::log(sum) : kNegInf<T>;
+    for (int64_t j = begin; j < end; ++j) row[j] /= sum;
+    std::fill(row, row + begin, T(0));
+    std::fill(row + end, row + keys, T(0));
+    if (lse) lse[r] = sum > 0 ? max + std::log(sum) : kNegInf<T>;
   }
 }
 
@@ -209,8 +220,9 @@ void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T*
       // Causal rows see a prefix of the keys: stop at the last row's prefix.
       const int64_t keys = visible_keys(p, i0 + rows - 1);
       T* lse_rows = lse ? lse + (b * p.heads_q + h) * p.seqlen_q + i0 : nullptr;
+      const T sink = p.sinks.empty() ? kNegInf<T> : static_cast<T>(p.sinks[h]);
       softmax_rows(p, View<T>{qh.data + i0 * qh.row_stride, qh.row_stride, 1}, kh, i0, rows,
-                   keys, s, lse_rows);
+                   keys, sink, s, lse_rows);
       for (T& x : s) x = round_p(x);
       T* o_rows = o + ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
       for (int64_t r = 0; r < rows; ++r) std::fill_n(o_rows + r * qh.row_stride, d, T(0));
@@ -221,8 +233,22 @@ void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T*
 
 }  // namespace
 
+std::pair<int64_t, int64_t> visible_range(const Problem& p, int64_t i) {
+  const int64_t position = i + p.seqlen_k - p.seqlen_q;  // the query's diagonal key
+  const int64_t right = p.causal ? 0 : p.window_right;
+  int64_t begin = p.window_left >= 0 ? position - p.window_left : 0;
+  int64_t end = right >= 0 ? position + right + 1 : p.seqlen_k;
+  if (p.attention_chunk > 0) {
+    const int64_t chunk_begin = floor_div(position, p.attention_chunk) * p.attention_chunk;
+    begin = std::max(begin, chunk_begin);
+    end = std::min(end, chunk_begin + p.attention_chunk);
+  }
+  return {std::max<int64_t>(begin, 0), std::min(end, p.seqlen_k)};
+}
+
 bool is_visible(const Problem& p, int64_t i, int64_t j) {
-  return !p.causal || j <= i + p.seqlen_k - p.seqlen_q;
+  const auto [begin, end] = visible_range(p, i);
+  return j >= begin && j < end;
 }
 
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
@@ -265,6 +291,9 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
               const std::vector<double>& v, const std::vector<double>& d_o,
               std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
   check_inputs("backward", p, {{"q", &q}, {"d_o", &d_o}}, {{"k", &k}, {"v", &v}});
+  if (p.softcap > 0 || !p.sinks.empty()) {
+    throw std::invalid_argument("reference::backward: softcap and sinks are not supported yet");
+  }
   using V = View<double>;
   const int64_t d = p.head_dim;
   const int64_t q_stride = p.heads_q * d, kv_stride = p.heads_kv * d;
@@ -302,7 +331,7 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
       const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
       const int64_t stats = (b * p.heads_q + h) * p.seqlen_q + i0;
       const V q_rows{q.data() + first, q_stride, 1}, do_rows{d_o.data() + first, q_stride, 1};
-      softmax_rows(p, q_rows, kh, i0, rows, keys, s, &lse[stats]);
+      softmax_rows(p, q_rows, kh, i0, rows, keys, kNegInf<double>, s, &lse[stats]);
       dp.assign(rows * keys, 0.0);
       gemm_acc<double>(rows, keys, d, do_rows, vh.transposed(), dp.data(), keys);
       for (int64_t r = 0; r < rows; ++r) {
@@ -323,8 +352,10 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
     const int64_t keys = std::min(kKeyBlock, p.seqlen_k - j0);
     const int64_t first_key = ((b * p.seqlen_k + j0) * p.heads_kv + g) * d;
     const V k_keys{k.data() + first_key, kv_stride, 1}, v_keys{v.data() + first_key, kv_stride, 1};
-    // Under the causal mask, rows before this one see none of these keys.
-    const int64_t first_row = p.causal ? std::max<int64_t>(0, j0 - p.seqlen_k + p.seqlen_q) : 0;
+    // Under a causal mask or window, rows before this one see none of these keys.
+    const bool right_bound = p.causal || p.window_right >= 0;  // (a chunk's end is no lower)
+    const int64_t first_row =
+        right_bound ? std::max<int64_t>(0, j0 - p.seqlen_k + p.seqlen_q - std::max<int64_t>(0, p.causal ? 0 : p.window_right)) : 0;
     std::vector<double> pr, dp;
     for (int64_t h = g * group; h < (g + 1) * group; ++h) {
       for (int64_t i0 = first_row; i0 < p.seqlen_q; i0 += kRowBlock) {
@@ -335,12 +366,15 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
         pr.assign(rows * keys, 0.0);
         gemm_acc<double>(rows, keys, d, q_rows, k_keys.transposed(), pr.data(), keys);
         for (int64_t r = 0; r < rows; ++r) {
-          const int64_t visible = std::clamp<int64_t>(visible_keys(p, i0 + r) - j0, 0, keys);
+          const auto [first_key, end_key] = visible_range(p, i0 + r);
+          const int64_t begin = std::clamp<int64_t>(first_key - j0, 0, keys);
+          const int64_t end = std::clamp<int64_t>(end_key - j0, begin, keys);
           double* row = &pr[r * keys];
-          for (int64_t j = 0; j < visible; ++j) {
+          for (int64_t j = begin; j < end; ++j) {
             row[j] = std::exp(p.softmax_scale * row[j] - lse[stats + r]);
           }
-          std::fill(row + visible, row + keys, 0.0);
+          std::fill(row, row + begin, 0.0);
+          std::fill(row + end, row + keys, 0.0);
         }
         dp.assign(rows * keys, 0.0);
         gemm_acc<double>(rows, keys, d, do_rows, v_keys.transposed(), dp.data(), keys);

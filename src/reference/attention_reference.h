@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace warpflash::reference {
@@ -22,6 +23,17 @@ struct Problem {
   int64_t head_dim = 1;
   double softmax_scale = 1.0;  // taken as given: set 1/sqrt(head_dim) to match the API's default
   bool causal = false;
+  // Sliding window (FlashAttention's window_size): query i sees key j when
+  // i + d - window_left <= j <= i + d + window_right, d = seqlen_k - seqlen_q; -1 is
+  // unbounded; causal sets window_right = 0.
+  int64_t window_left = -1;
+  int64_t window_right = -1;
+  // Chunked attention: > 0 limits query i to keys j with floor(j / c) == floor((i + d) / c).
+  int64_t attention_chunk = 0;
+  // Softcap: > 0 replaces each scaled score s by softcap * tanh(s / softcap).
+  double softcap = 0.0;
+  // Learnable sinks: one logit per query head in every row's denominator; empty: none.
+  std::vector<double> sinks;
 
   int64_t q_elements() const { return batch * seqlen_q * heads_q * head_dim; }
   int64_t kv_elements() const { return batch * seqlen_k * heads_kv * head_dim; }
@@ -31,11 +43,15 @@ struct Problem {
 // True when query row `i` may attend to key `j` under the problem's mask.
 bool is_visible(const Problem& p, int64_t i, int64_t j);
 
+// The keys [first, second) query row `i` sees (empty when second <= first).
+std::pair<int64_t, int64_t> visible_range(const Problem& p, int64_t i);
+
 // Forward in double precision. o has q_elements(), lse has lse_elements().
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
              const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse);
 
 // Backward in double precision: dQ, dK, dV from dO (recomputes the forward internally).
+// Masks as the forward; softcap and sinks are not supported yet (std::invalid_argument).
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& d_o,
               std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv);

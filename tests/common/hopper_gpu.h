@@ -46,7 +46,7 @@ class DeviceBuffer {
   T* get() const { return data_; }
   size_t size() const { return count_; }
   bool upload(const std::vector<T>& host) const {
-    return cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess;
+    return count_ == 0 || cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess;
   }
   std::vector<T> download() const {
     std::vector<T> host(count_);

@@ -2,14 +2,17 @@
 // keys each row sees, which K/V blocks a tile visits and which of them need masking.
 #include <algorithm>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/forward/config.h"
-#include "kernels/forward/mask.h"
-#include "kernels/forward/tile_scheduler.h"
+#include "kernels/attention/mask.h"
+#include "kernels/attention/seqlen.h"
+#include "kernels/attention/tile_scheduler.h"
+#include "kernels/forward/problem.h"
 #include "reference/attention_reference.h"
 
 namespace warpflash::kernels {
@@ -238,46 +241,113 @@ TEST(TileScheduler, MBlockCount) {
   EXPECT_EQ(ForwardTileScheduler::m_blocks_for(4097, 128), 33);
 }
 
+// The masks of the tests: none, causal, sliding windows (one side, both, negative
+// offsets through seqlen_q != seqlen_k), chunks alone and with causal.
+struct MaskCase {
+  bool causal;
+  int left, right, chunk;  // FlashAttention's window_size (-1: unbounded) and attention_chunk
+};
+const MaskCase kMaskCases[] = {{false, -1, -1, 0}, {true, -1, -1, 0}, {true, 2, -1, 0}, {false, 2, 0, 0},
+                               {false, 0, 1, 0},   {false, 3, -1, 0}, {false, -1, 2, 0}, {false, -1, -1, 3},
+                               {true, -1, -1, 4},  {false, 1, 1, 5},  {false, 0, 0, 0}};
+
+AttentionMask make_mask(MaskCase c, int sq, int sk) {
+  ForwardArgs args;
+  args.shape.seqlen_q = sq;
+  args.shape.seqlen_k = sk;
+  args.causal = c.causal;
+  args.window_left = c.left;
+  args.window_right = c.right;
+  args.attention_chunk = c.chunk;
+  return forward_mask(args).mask.for_lengths(sq, sk);
+}
+
+reference::Problem reference_problem(MaskCase c, int sq, int sk) {
+  reference::Problem p;
+  p.seqlen_q = sq;
+  p.seqlen_k = sk;
+  p.causal = c.causal;
+  p.window_left = c.left;
+  p.window_right = c.right;
+  p.attention_chunk = c.chunk;
+  return p;
+}
+
 TEST(Mask, VisibleMatchesTheReference) {
-  for (bool causal : {false, true}) {
-    for (auto [sq, sk] : {std::pair{5, 5}, {3, 7}, {7, 3}, {1, 9}, {9, 1}}) {
-      AttentionMask mask{sq, sk, causal};
-      reference::Problem p;
-      p.seqlen_q = sq;
-      p.seqlen_k = sk;
-      p.causal = causal;
+  for (MaskCase c : kMaskCases) {
+    for (auto [sq, sk] : {std::pair{5, 5}, {3, 7}, {7, 3}, {1, 9}, {9, 1}, {12, 12}}) {
+      AttentionMask mask = make_mask(c, sq, sk);
+      reference::Problem p = reference_problem(c, sq, sk);
       for (int i = 0; i < sq; ++i)
         for (int j = 0; j < sk + 3; ++j)
-          EXPECT_EQ(mask.visible(i, j), j < sk && reference::is_visible(p, i, j)) << i << "," << j;
+          EXPECT_EQ(mask.visible(i, j) && j < sk, reference::is_visible(p, i, j))
+              << i << "," << j << " causal " << c.causal << " window " << c.left << "," << c.right << " chunk "
+              << c.chunk;
     }
   }
 }
 
-// Brute force over small shapes: the block range holds every visible key, and a block
-// reported mask-free has no masked element.
+// Brute force over small shapes: the block range is exactly the blocks with a visible key
+// (blocks outside a window are skipped), and a block reported mask-free has no masked
+// element.
 TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
   const int bm = 4, bn = 3;
-  for (bool causal : {false, true}) {
+  for (MaskCase c : kMaskCases) {
     for (int sq = 1; sq <= 13; ++sq) {
       for (int sk = 0; sk <= 13; ++sk) {
-        AttentionMask mask{sq, sk, causal};
+        AttentionMask mask = make_mask(c, sq, sk);
         for (int m = 0; m * bm < sq; ++m) {
-          int end = mask.n_block_end(m, bm, bn);
-          int last_needed = -1;
+          int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
+          int first_needed = 1 << 20, last_needed = -1;
           for (int row = m * bm; row < (m + 1) * bm; ++row)
             for (int col = 0; col < sk; ++col)
-              if (mask.visible(row, col)) last_needed = std::max(last_needed, col / bn);
-          EXPECT_EQ(end, last_needed + 1) << "sq=" << sq << " sk=" << sk << " m=" << m << " causal=" << causal;
-          for (int n = 0; n < end; ++n) {
+              if (mask.visible(row, col)) {
+                first_needed = std::min(first_needed, col / bn);
+                last_needed = std::max(last_needed, col / bn);
+              }
+          std::string where = "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " m=" + std::to_string(m) +
+                              " causal=" + std::to_string(c.causal) + " window=" + std::to_string(c.left) + "," +
+                              std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+          if (last_needed < 0) {
+            EXPECT_LE(end, begin) << where;
+            continue;
+          }
+          EXPECT_EQ(begin, first_needed) << where;
+          EXPECT_EQ(end, last_needed + 1) << where;
+          for (int n = begin; n < end; ++n) {
             if (mask.block_needs_mask(m, n, bm, bn)) continue;
             for (int row = m * bm; row < (m + 1) * bm; ++row)
               for (int col = n * bn; col < (n + 1) * bn; ++col)
-                EXPECT_TRUE(mask.visible(row, col)) << "block " << m << "," << n << " claimed mask-free";
+                EXPECT_TRUE(mask.visible(row, col) && col < sk) << "block " << n << " claimed mask-free, " << where;
           }
         }
       }
     }
   }
+}
+
+// Varlen lengths are clamped to the tensor and the tile grid, whatever cu_seqlens hold.
+TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
+  const int cu[] = {0, 5, 3, 40, 100};  // a decreasing pair, one too long, one past the end
+  const int used[] = {2, 9, 1, -4};
+  SequenceLengths packed{cu, nullptr, /*seqlen=*/30, /*total=*/60};
+  EXPECT_EQ(packed.of(0).offset, 0);
+  EXPECT_EQ(packed.of(0).length, 5);
+  EXPECT_EQ(packed.of(1).length, 0);
+  EXPECT_EQ(packed.of(2).offset, 3);
+  EXPECT_EQ(packed.of(2).length, 30);
+  EXPECT_EQ(packed.of(3).offset, 40);
+  EXPECT_EQ(packed.of(3).length, 20);
+  EXPECT_EQ(packed.batch_coord(3), 0);
+  SequenceLengths with_used{cu, used, 30, 60};
+  EXPECT_EQ(with_used.of(0).length, 2);
+  EXPECT_EQ(with_used.of(2).length, 1);
+  EXPECT_EQ(with_used.of(3).length, 0);
+  SequenceLengths dense{nullptr, used, 7, 0};
+  EXPECT_EQ(dense.of(1).length, 7);
+  EXPECT_EQ(dense.of(1).offset, 0);
+  EXPECT_EQ(dense.batch_coord(3), 3);
+  EXPECT_TRUE(SequenceLengths{}.uniform());
 }
 
 TEST(TileConfig, FitsTheHardware) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include "warpflash/warpflash.h"
@@ -148,12 +149,69 @@ TEST(Validation, EmptyProblemsAreValidWithoutPointers) {
   EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
 }
 
-TEST(Validation, ForwardWithoutHopperGpuFailsCleanly) {
-  // On a machine without a Hopper GPU the call reports why; with one, the fake pointers
-  // are rejected as not device memory. Either way nothing launches.
+// The masking, softcap and varlen options: each bad value is named.
+TEST(Validation, MaskSoftcapAndVarlenOptions) {
+  ForwardArgs args = valid_args();
+  args.window_left = -2;
+  expect_error(args, StatusCode::kInvalidArgument, {"window_size = (-2, -1)", "-1 (unbounded) or >= 0"});
+  args = valid_args();
+  args.attention_chunk = -1;
+  expect_error(args, StatusCode::kInvalidArgument, {"attention_chunk = -1"});
+  args = valid_args();
+  args.softcap = -1.f;
+  expect_error(args, StatusCode::kInvalidArgument, {"softcap = -1", "finite and >= 0"});
+  args = valid_args();
+  args.softcap = NAN;
+  expect_error(args, StatusCode::kInvalidArgument, {"softcap = nan"});
+  args = valid_args();
+  args.total_q = 50;
+  expect_error(args, StatusCode::kInvalidArgument, {"total_q = 50 is set without cu_seqlens_q"});
+  args = valid_args();
+  args.cu_seqlens_q = static_cast<const int*>(fake_pointer(0x10002));
+  args.total_q = 10;
+  expect_error(args, StatusCode::kInvalidArgument, {"cu_seqlens_q = 0x10002 is not 4-byte aligned"});
+  args = valid_args();
+  args.learnable_sink = static_cast<const float*>(fake_pointer(0x10001));
+  expect_error(args, StatusCode::kInvalidArgument, {"learnable_sink = 0x10001"});
+  args = valid_args();
+  args.cu_seqlens_k = static_cast<const int*>(fake_pointer());
+  args.total_k = -3;
+  expect_error(args, StatusCode::kInvalidArgument, {"total_k = -3 is out of range"});
+  // A packed side is checked as (total rows, heads, head_dim): its batch stride is unused.
+  args = valid_args();
+  args.cu_seqlens_q = static_cast<const int*>(fake_pointer());
+  args.total_q = 1000;
+  args.q.batch_stride = 3;
+  args.o.batch_stride = 0;
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+  args.q.seqlen_stride = 7;
+  expect_error(args, StatusCode::kInvalidArgument, {"q.seqlen_stride = 7 elements"});
+}
+
+// forward() itself (not only its validation) with fake pointers: without a GPU it says
+// there is no usable device, on another GPU that it needs a Hopper one, on a Hopper GPU
+// that q.data is not device memory. Whatever the machine, nothing launches.
+TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
-  EXPECT_FALSE(status.ok());
-  EXPECT_FALSE(status.message().empty());
+  int devices = 0, major = 0, minor = 0;
+  bool any_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  if (!any_gpu) {
+    EXPECT_EQ(status.code(), StatusCode::kCudaError) << status.message();
+    const std::string& message = status.message();
+    EXPECT_TRUE(message.find("no usable CUDA device") != std::string::npos ||
+                message.find("cannot query the device") != std::string::npos)
+        << message;
+    return;
+  }
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+  if (major == 9 && minor == 0) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+    EXPECT_NE(status.message().find("q.data = 0x10000 is not device memory"), std::string::npos) << status.message();
+  } else {
+    EXPECT_EQ(status.code(), StatusCode::kNotSupported) << status.message();
+    EXPECT_NE(status.message().find("needs a Hopper GPU"), std::string::npos) << status.message();
+  }
 }
 
 }  // namespace

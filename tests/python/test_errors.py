@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from warpflash import flash_attn_func
+from warpflash import flash_attn_func, flash_attn_varlen_func
 
 
 def tensors(shape_q=(2, 64, 8, 128), shape_kv=(2, 64, 2, 128), dtype=torch.bfloat16, device="cpu"):
@@ -60,3 +60,23 @@ def test_batch_or_head_dim_mismatch():
     q, k, v = tensors(shape_q=(2, 64, 8, 64))
     with pytest.raises(ValueError, match="batch and head_dim"):
         flash_attn_func(q, k, v)
+
+
+def test_bad_window_size():
+    with pytest.raises(ValueError, match=r"window_size = \(-3, 0\)"):
+        flash_attn_func(*tensors(device="cpu"), window_size=(-3, 0))
+    with pytest.raises(TypeError, match="window_size must be a pair"):
+        flash_attn_func(*tensors(device="cpu"), window_size=5)
+
+
+def test_bad_softcap_and_chunk():
+    with pytest.raises(ValueError, match="softcap = -1.0"):
+        flash_attn_func(*tensors(), softcap=-1.0)
+    with pytest.raises(ValueError, match="attention_chunk = -4"):
+        flash_attn_func(*tensors(), attention_chunk=-4)
+
+
+def test_varlen_cu_seqlens_must_be_tensors():
+    q = torch.randn(10, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="cu_seqlens_q must be a torch.Tensor"):
+        flash_attn_varlen_func(q, q, q, [0, 10], [0, 10], 10, 10)

@@ -6,9 +6,17 @@ import pytest
 import torch
 
 from conftest import requires_hopper
-from warpflash import flash_attn_func
+from warpflash import _C, flash_attn_func, flash_attn_varlen_func
 
 pytestmark = requires_hopper
+
+HEAD_DIMS = [64, 128, 256]
+
+
+def skip_unless_compiled(head_dim, dtype):
+    compiled = _C.compiled_head_dims(str(dtype).removeprefix("torch."))
+    if head_dim not in compiled:
+        pytest.skip(f"head_dim {head_dim} is not in this build ({compiled})")
 
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv)
 SHAPES = [(1, 1, 1, 1, 1), (2, 17, 17, 4, 4), (1, 127, 129, 2, 2), (1, 1000, 1000, 4, 1), (1, 4097, 4097, 2, 2),
@@ -16,20 +24,29 @@ SHAPES = [(1, 1, 1, 1, 1), (2, 17, 17, 4, 4), (1, 127, 129, 2, 2), (1, 1000, 100
           (4, 1000, 1000, 8, 2), (2, 900, 300, 16, 2)]  # more tiles than SMs (persistent CTAs)
 
 
-def attention_reference(q, k, v, scale, causal, dtype=torch.float64):
+def attention_reference(q, k, v, scale, causal, dtype=torch.float64, window=(-1, -1), softcap=0.0, sink=None):
     """softmax(q k^T * scale) v with matmuls in `dtype` and the softmax in float32 or better;
-    returns out (in q's layout) and lse. Rows that see no key give 0 and -inf."""
+    returns out (in q's layout) and lse. Rows that see no key give 0 and -inf (or the sink)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qt = q.to(dtype).transpose(1, 2)
     kt = k.to(dtype).transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     vt = v.to(dtype).transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     scores = (qt @ kt.transpose(-1, -2)).to(torch.promote_types(dtype, torch.float32)) * scale
-    if causal:
-        row = torch.arange(sq, device=q.device)[:, None]
-        col = torch.arange(sk, device=q.device)[None, :]
-        scores = scores.masked_fill(col > row + sk - sq, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)
+    if softcap > 0:
+        scores = softcap * torch.tanh(scores / softcap)
+    left, right = window[0], 0 if causal else window[1]
+    row = torch.arange(sq, device=q.device)[:, None] + sk - sq
+    col = torch.arange(sk, device=q.device)[None, :]
+    if right >= 0:
+        scores = scores.masked_fill(col > row + right, float("-inf"))
+    if left >= 0:
+        scores = scores.masked_fill(col < row - left, float("-inf"))
+    if sink is not None:  # one more logit per head, without a value row
+        sink_column = sink.to(scores.dtype)[None, :, None, None].expand(b, hq, sq, 1)
+        lse = torch.logsumexp(torch.cat([scores, sink_column], dim=-1), dim=-1)
+    else:
+        lse = torch.logsumexp(scores, dim=-1)
     probs = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
     out = probs.to(dtype) @ vt
     return out.transpose(1, 2), lse
@@ -44,10 +61,10 @@ def random_qkv(shape, head_dim, dtype, layout="bshd"):
     return q, k, v
 
 
-def check_against_reference(q, k, v, causal, out, lse, scale=None):
+def check_against_reference(q, k, v, causal, out, lse, scale=None, **options):
     scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    out_ref, lse_ref = attention_reference(q, k, v, scale, causal)
-    out_pt, _ = attention_reference(q, k, v, scale, causal, dtype=q.dtype)
+    out_ref, lse_ref = attention_reference(q, k, v, scale, causal, **options)
+    out_pt, _ = attention_reference(q, k, v, scale, causal, dtype=q.dtype, **options)
     # FlashAttention's criterion: within 2x the error of attention in the input precision.
     atol = 2 ** -9 if q.dtype == torch.bfloat16 else 2 ** -12  # twice the rounding of a value near 0.3
     err, err_pt = (out.double() - out_ref).abs().max().item(), (out_pt.double() - out_ref).abs().max().item()
@@ -59,10 +76,11 @@ def check_against_reference(q, k, v, causal, out, lse, scale=None):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}_q{}_k{}_h{}_kv{}".format(*s))
 def test_matches_reference(shape, head_dim, causal, dtype):
+    skip_unless_compiled(head_dim, dtype)
     q, k, v = random_qkv(shape, head_dim, dtype)
     out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True)
     assert out.shape == q.shape and out.dtype == dtype
@@ -72,6 +90,7 @@ def test_matches_reference(shape, head_dim, causal, dtype):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_strided_inputs_and_custom_scale(causal):
+    skip_unless_compiled(128, torch.bfloat16)
     q, k, v = random_qkv((2, 300, 257, 8, 2), 128, torch.bfloat16, layout="bhsd")
     assert not q.is_contiguous()
     out, lse = flash_attn_func(q, k, v, softmax_scale=0.05, causal=causal, return_lse=True)
@@ -106,6 +125,7 @@ def test_runs_on_the_current_stream():
 def test_split_last_round(head_dim, dtype):
     """Long non-causal problems split the last round's tiles along the keys, with scratch
     from PyTorch's allocator and a merge kernel: here 12 units of two tiles on all clusters."""
+    skip_unless_compiled(head_dim, dtype)
     q, k, v = random_qkv((1, 700, 16000, 4, 2), head_dim, dtype)
     out, lse = flash_attn_func(q, k, v, return_lse=True)
     check_against_reference(q, k, v, False, out, lse)
@@ -128,7 +148,8 @@ def test_cuda_graph_capture():
 
 def test_unsupported_head_dim_names_the_compiled_ones():
     q, k, v = random_qkv((1, 64, 64, 2, 2), 96, torch.bfloat16)
-    with pytest.raises(ValueError, match=r"head_dim = 96 is not supported.*\{64, 128, 256\}"):
+    compiled = ", ".join(str(d) for d in _C.compiled_head_dims("bfloat16"))
+    with pytest.raises(ValueError, match=r"head_dim = 96 is not supported.*\{" + compiled + r"\}"):
         flash_attn_func(q, k, v)
 
 
@@ -155,4 +176,92 @@ def test_opcheck():
     """PyTorch's own consistency checks of a custom op: schema, fake (meta) function
     against the real kernel, dispatcher registration."""
     q, k, v = random_qkv((2, 200, 300, 8, 2), 128, torch.bfloat16)
-    torch.library.opcheck(torch.ops.warpflash.forward, (q, k, v, 0.1, True))
+    torch.library.opcheck(torch.ops.warpflash.forward,
+                          (q, k, v, None, None, None, None, 0, 0, 0.1, True, -1, -1, 0, 0.0, None))
+    lengths = torch.tensor([0, 100, 300, 301], dtype=torch.int32, device="cuda")
+    qp, kp, vp = (t.reshape(-1, *t.shape[2:])[:301] for t in (q, k, v))
+    torch.library.opcheck(torch.ops.warpflash.forward,
+                          (qp, kp, vp, lengths, lengths, None, None, 200, 200, 0.1, True, 64, -1, 0, 30.0,
+                           torch.zeros(8, device="cuda")))
+
+
+def test_test_names_are_the_compiled_head_dims():
+    assert set(_C.compiled_head_dims("bfloat16")) <= set(HEAD_DIMS)
+
+
+# The masks, softcap and sinks of flash_attn_func against the PyTorch reference.
+FEATURES = {
+    "window_causal": dict(causal=True, window_size=(100, -1)),
+    "window_both": dict(window_size=(40, 25)),
+    "softcap": dict(causal=True, softcap=30.0),
+    "sinks": dict(causal=True, sink=True),
+    "all": dict(causal=True, window_size=(64, -1), softcap=20.0, sink=True),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("feature", FEATURES)
+def test_masks_softcap_sinks(feature, head_dim, dtype):
+    skip_unless_compiled(head_dim, dtype)
+    options = dict(FEATURES[feature])
+    causal = options.pop("causal", False)
+    sink = torch.randn(8, device="cuda") if options.pop("sink", False) else None
+    q, k, v = random_qkv((2, 300, 500, 8, 2), head_dim, dtype)
+    out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True, learnable_sink=sink, **options)
+    check_against_reference(q, k, v, causal, out, lse, window=options.get("window_size", (-1, -1)),
+                            softcap=options.get("softcap", 0.0), sink=sink)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_matches_each_sequence(causal, head_dim, dtype):
+    """Packed sequences (with an empty one and lengths around the tile edges) give what
+    each sequence gives alone; lse is (heads, total_q)."""
+    skip_unless_compiled(head_dim, dtype)
+    lengths_q, lengths_k = [129, 0, 1, 300, 128], [129, 5, 1, 700, 127]
+    cu_q = torch.tensor([0] + lengths_q, device="cuda").cumsum(0).int()
+    cu_k = torch.tensor([0] + lengths_k, device="cuda").cumsum(0).int()
+    q = torch.randn(sum(lengths_q), 8, head_dim, device="cuda", dtype=dtype)
+    k = torch.randn(sum(lengths_k), 2, head_dim, device="cuda", dtype=dtype)
+    v = torch.randn_like(k)
+    sink = torch.randn(8, device="cuda")
+    out, lse = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lengths_q), max(lengths_k), causal=causal,
+                                      window_size=(200, -1), learnable_sink=sink, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (8, q.shape[0])
+    for b in range(len(lengths_q)):
+        rows_q, rows_k = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        if lengths_q[b] == 0:
+            continue
+        check_against_reference(q[None, rows_q], k[None, rows_k], v[None, rows_k], causal, out[None, rows_q],
+                                lse[None, :, rows_q], window=(200, -1), sink=sink)
+
+
+def test_varlen_torch_compile():
+    skip_unless_compiled(128, torch.bfloat16)
+    cu = torch.tensor([0, 100, 356], dtype=torch.int32, device="cuda")
+    q = torch.randn(356, 8, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = torch.randn_like(q[:, :2]), torch.randn_like(q[:, :2])
+
+    @torch.compile(fullgraph=True)
+    def layer(q, k, v):
+        return flash_attn_varlen_func(q, k, v, cu, cu, 256, 256, causal=True) * 2
+
+    torch.testing.assert_close(layer(q, k, v), flash_attn_varlen_func(q, k, v, cu, cu, 256, 256, causal=True) * 2)
+
+
+def test_varlen_errors():
+    q = torch.randn(100, 8, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(100, 2, 128, device="cuda", dtype=torch.bfloat16)
+    cu = torch.tensor([0, 40, 100], dtype=torch.int32, device="cuda")
+    with pytest.raises(TypeError, match="cu_seqlens_q has dtype torch.int64"):
+        flash_attn_varlen_func(q, k, k, cu.long(), cu, 60, 60)
+    with pytest.raises(ValueError, match=r"cu_seqlens_k has shape \(2,\); expected \(3,\)"):
+        flash_attn_varlen_func(q, k, k, cu, cu[:2], 60, 60)
+    with pytest.raises(ValueError, match="cu_seqlens_q is on cpu"):
+        flash_attn_varlen_func(q, k, k, cu.cpu(), cu, 60, 60)
+    with pytest.raises(ValueError, match="3-D"):
+        flash_attn_varlen_func(q[None], k, k, cu, cu, 60, 60)
+    with pytest.raises(ValueError, match=r"learnable_sink has shape \(4,\)"):
+        flash_attn_func(q[None], k[None], k[None], learnable_sink=torch.zeros(4, device="cuda"))

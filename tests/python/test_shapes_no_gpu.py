@@ -11,6 +11,14 @@ import warpflash  # noqa: F401  (registers torch.ops.warpflash)
 def test_fake_forward_shapes(shape_q, shape_kv, dtype):
     q = torch.empty(shape_q, device="meta", dtype=dtype)
     k = torch.empty(shape_kv, device="meta", dtype=dtype)
-    out, lse = torch.ops.warpflash.forward(q, k, k, 0.1, True)
+    out, lse = torch.ops.warpflash.forward(q, k, k, None, None, None, None, 0, 0, 0.1, True, -1, -1, 0, 0.0, None)
     assert out.shape == q.shape and out.dtype == dtype and out.device.type == "meta"
     assert lse.shape == (shape_q[0], shape_q[2], shape_q[1]) and lse.dtype == torch.float32
+
+
+def test_fake_varlen_shapes():
+    q = torch.empty(300, 8, 128, device="meta", dtype=torch.bfloat16)
+    k = torch.empty(500, 2, 128, device="meta", dtype=torch.bfloat16)
+    cu = torch.empty(4, device="meta", dtype=torch.int32)
+    out, lse = torch.ops.warpflash.forward(q, k, k, cu, cu, None, None, 200, 300, 0.1, False, 64, 0, 0, 0.0, None)
+    assert out.shape == q.shape and lse.shape == (8, 300)

@@ -13,7 +13,9 @@
 
 namespace {
 
+// (batch, seqlen, heads, head_dim), or packed (total, heads, head_dim): batch_stride unused.
 warpflash::TensorView4d view_of(const at::Tensor& t) {
+  if (t.dim() == 3) return {t.data_ptr(), 0, t.stride(0), t.stride(1)};
   return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
 }
 
@@ -44,15 +46,16 @@ std::string python_shape(const at::Tensor& t) {
 }
 
 // What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
-void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+// rank: 4 for (batch, seqlen, heads, head_dim), 3 for packed varlen (total, heads, head_dim).
+void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t rank) {
   const std::pair<const char*, const at::Tensor*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}};
+  const char* layout = rank == 4 ? "4-D (batch, seqlen, heads, head_dim)" : "3-D (total_tokens, heads, head_dim)";
   for (const auto& [name, t] : tensors) {
-    TORCH_CHECK_VALUE(t->dim() == 4, "warpflash: ", name, " must be 4-D (batch, seqlen, heads, head_dim), got shape ",
-                      python_shape(*t));
+    TORCH_CHECK_VALUE(t->dim() == rank, "warpflash: ", name, " must be ", layout, ", got shape ", python_shape(*t));
     TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16, "warpflash: ", name,
                      " has dtype ", python_dtype(t->scalar_type()), "; supported are torch.float16, torch.bfloat16");
-    TORCH_CHECK_VALUE(t->stride(3) == 1 || t->size(3) <= 1, "warpflash: ", name, ".stride(-1) = ",
-                      std::to_string(t->stride(3)),
+    TORCH_CHECK_VALUE(t->stride(-1) == 1 || t->size(-1) <= 1, "warpflash: ", name, ".stride(-1) = ",
+                      std::to_string(t->stride(-1)),
                       "; the last dimension (head_dim) must be contiguous (call .contiguous())");
   }
   TORCH_CHECK_TYPE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
@@ -60,10 +63,16 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                    python_dtype(k.scalar_type()), ", ", python_dtype(v.scalar_type()));
   TORCH_CHECK_VALUE(k.sizes() == v.sizes(), "warpflash: k and v must have the same shape, got ", python_shape(k), " and ",
                     python_shape(v));
-  TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
-                    python_shape(k), " must agree in batch and head_dim");
-  TORCH_CHECK_VALUE(k.size(2) > 0 && q.size(2) % k.size(2) == 0, "warpflash: q heads (", std::to_string(q.size(2)),
-                    ") must be a multiple of k/v heads (", std::to_string(k.size(2)), ")");
+  if (rank == 4) {
+    TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
+                      python_shape(k), " must agree in batch and head_dim");
+  } else {
+    TORCH_CHECK_VALUE(q.size(2) == k.size(2), "warpflash: q ", python_shape(q), " and k ", python_shape(k),
+                      " must agree in head_dim");
+  }
+  int64_t heads_q = q.size(rank - 2), heads_kv = k.size(rank - 2);
+  TORCH_CHECK_VALUE(heads_kv > 0 && heads_q % heads_kv == 0, "warpflash: q heads (", std::to_string(heads_q),
+                    ") must be a multiple of k/v heads (", std::to_string(heads_kv), ")");
   for (const auto& [name, t] : tensors) {
     TORCH_CHECK_VALUE(t->is_cuda(), "warpflash: ", name, " is on ", t->device().str(),
                       "; warpflash runs on CUDA (Hopper) tensors");
@@ -73,27 +82,86 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                     v.device().str());
 }
 
-// q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim).
-// Returns out (contiguous, shaped like q) and, when with_lse, lse (batch, heads_q,
-// seqlen_q) in fp32 (else an undefined tensor: no allocation, no LSE stores).
+// An optional int32 vector (cu_seqlens, seqused) of `length` on q's device, contiguous.
+const int* int_vector(const c10::optional<at::Tensor>& t, const char* name, int64_t length, const at::Tensor& q) {
+  if (!t.has_value()) return nullptr;
+  TORCH_CHECK_TYPE(t->scalar_type() == at::kInt, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
+                   "; it must be torch.int32");
+  TORCH_CHECK_VALUE(t->dim() == 1 && t->size(0) == length, "warpflash: ", name, " has shape ", python_shape(*t),
+                    "; expected (", std::to_string(length), ",)");
+  TORCH_CHECK_VALUE(t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(), "; q is on ",
+                    q.device().str());
+  TORCH_CHECK_VALUE(t->is_contiguous(), "warpflash: ", name, " must be contiguous");
+  return t->data_ptr<int>();
+}
+
+struct ForwardOptions {
+  double softmax_scale;
+  bool causal;
+  int64_t window_left, window_right, attention_chunk;
+  double softcap;
+};
+
+// Dense: q (batch, seqlen_q, heads_q, head_dim), k, v (batch, seqlen_k, heads_kv, head_dim).
+// Packed (cu_seqlens_q given): q (total_q, heads_q, head_dim), k, v (total_k, ...), lse
+// (heads_q, total_q). Returns out (contiguous, shaped like q) and, when with_lse, the fp32
+// lse (else an undefined tensor: no allocation, no LSE stores).
 std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                               double softmax_scale, bool causal, bool with_lse) {
-  check_tensors(q, k, v);
+                                               const c10::optional<at::Tensor>& cu_seqlens_q,
+                                               const c10::optional<at::Tensor>& cu_seqlens_k,
+                                               const c10::optional<at::Tensor>& seqused_q,
+                                               const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
+                                               int64_t max_seqlen_k, const ForwardOptions& options,
+                                               const c10::optional<at::Tensor>& learnable_sink, bool with_lse) {
+  bool packed = cu_seqlens_q.has_value();
+  TORCH_CHECK_VALUE(packed == cu_seqlens_k.has_value(),
+                    "warpflash: cu_seqlens_q and cu_seqlens_k are given together (varlen) or not at all");
+  check_tensors(q, k, v, packed ? 3 : 4);
   c10::cuda::CUDAGuard device_guard(q.device());
+  int64_t batch = packed ? cu_seqlens_q->numel() - 1 : q.size(0);
+  TORCH_CHECK_VALUE(!packed || (cu_seqlens_q->dim() == 1 && batch >= 0), "warpflash: cu_seqlens_q has shape ",
+                    python_shape(*cu_seqlens_q), "; expected (batch + 1,)");
+  warpflash::ForwardArgs args;
+  args.cu_seqlens_q = int_vector(cu_seqlens_q, "cu_seqlens_q", batch + 1, q);
+  args.cu_seqlens_k = int_vector(cu_seqlens_k, "cu_seqlens_k", batch + 1, q);
+  args.seqused_q = int_vector(seqused_q, "seqused_q", batch, q);
+  args.seqused_k = int_vector(seqused_k, "seqused_k", batch, q);
+  at::Tensor sink;
+  if (learnable_sink.has_value()) {
+    int64_t heads_q = q.size(packed ? 1 : 2);
+    TORCH_CHECK_VALUE(learnable_sink->dim() == 1 && learnable_sink->size(0) == heads_q,
+                      "warpflash: learnable_sink has shape ", python_shape(*learnable_sink), "; expected (",
+                      std::to_string(heads_q), ",), one logit per query head");
+    TORCH_CHECK_VALUE(learnable_sink->device() == q.device(), "warpflash: learnable_sink is on ",
+                      learnable_sink->device().str(), "; q is on ", q.device().str());
+    sink = learnable_sink->to(at::kFloat).contiguous();
+    args.learnable_sink = sink.data_ptr<float>();
+  }
   at::Tensor out = at::empty(q.sizes(), q.options());
   at::Tensor lse;
-  if (with_lse) lse = at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
-
-  warpflash::ForwardArgs args;
+  if (with_lse) {
+    lse = packed ? at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat))
+                 : at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
+  }
   args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
-  args.shape = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
+  if (packed) {
+    args.shape = {batch, max_seqlen_q, max_seqlen_k, q.size(1), k.size(1), q.size(2)};
+    args.total_q = q.size(0);
+    args.total_k = k.size(0);
+  } else {
+    args.shape = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
+  }
   args.q = view_of(q);
   args.k = view_of(k);
   args.v = view_of(v);
   args.o = view_of(out);
   args.lse = with_lse ? lse.data_ptr<float>() : nullptr;
-  args.softmax_scale = static_cast<float>(softmax_scale);
-  args.causal = causal;
+  args.softmax_scale = static_cast<float>(options.softmax_scale);
+  args.causal = options.causal;
+  args.window_left = options.window_left;
+  args.window_right = options.window_right;
+  args.attention_chunk = options.attention_chunk;
+  args.softcap = static_cast<float>(options.softcap);
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   args.check_pointers = false;  // CUDA tensors, checked above
   // Scratch for the split of the last round (long non-causal problems), from PyTorch's
@@ -110,14 +178,29 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
 
 // The operator: a fixed schema with both outputs, for torch.compile and graphs.
 std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                              double softmax_scale, bool causal) {
-  return run_forward(q, k, v, softmax_scale, causal, /*with_lse=*/true);
+                                              const c10::optional<at::Tensor>& cu_seqlens_q,
+                                              const c10::optional<at::Tensor>& cu_seqlens_k,
+                                              const c10::optional<at::Tensor>& seqused_q,
+                                              const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
+                                              int64_t max_seqlen_k, double softmax_scale, bool causal,
+                                              int64_t window_left, int64_t window_right, int64_t attention_chunk,
+                                              double softcap, const c10::optional<at::Tensor>& learnable_sink) {
+  return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
+                     {softmax_scale, causal, window_left, window_right, attention_chunk, softcap}, learnable_sink,
+                     /*with_lse=*/true);
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
-pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double softmax_scale,
-                               bool causal, bool return_lse) {
-  auto [out, lse] = run_forward(q, k, v, softmax_scale, causal, return_lse);
+pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const c10::optional<at::Tensor>& cu_seqlens_q,
+                               const c10::optional<at::Tensor>& cu_seqlens_k,
+                               const c10::optional<at::Tensor>& seqused_q, const c10::optional<at::Tensor>& seqused_k,
+                               int64_t max_seqlen_q, int64_t max_seqlen_k, double softmax_scale, bool causal,
+                               int64_t window_left, int64_t window_right, int64_t attention_chunk, double softcap,
+                               const c10::optional<at::Tensor>& learnable_sink, bool return_lse) {
+  auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
+                                {softmax_scale, causal, window_left, window_right, attention_chunk, softcap},
+                                learnable_sink, return_lse);
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
 }
@@ -125,12 +208,22 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
 }  // namespace
 
 TORCH_LIBRARY(warpflash, m) {
-  m.def("forward(Tensor q, Tensor k, Tensor v, float softmax_scale, bool causal) -> (Tensor out, Tensor lse)");
+  m.def(
+      "forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, Tensor? seqused_q, "
+      "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
+      "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink) -> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(warpflash, CUDA, m) { m.impl("forward", &forward_op); }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def(
+      "compiled_head_dims",
+      [](const std::string& dtype) {
+        return warpflash::compiled_head_dims(dtype == "bfloat16" ? warpflash::DType::kBFloat16
+                                                                 : warpflash::DType::kFloat16);
+      },
+      "Head dims this build has kernels for: compiled_head_dims('bfloat16' or 'float16')");
   m.def("forward", &forward_eager,
-        "Attention forward: (q, k, v, softmax_scale, causal, return_lse) -> out, or (out, lse) with return_lse");
+        "Attention forward: the operator's arguments and return_lse -> out, or (out, lse) with return_lse");
 }

@@ -77,10 +77,15 @@ constexpr int kLongMinSeqlenK = 8192;
 constexpr int kShortMaxSeqlenK = 1024;
 constexpr int kShortMaxSeqlenKCausal = 2048;
 constexpr int kClusteredBlockM = 128;
-constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k) {
+// uniform_tiles: dense equal-length sequences and no mask (problem.h), the only problems
+// the clustered kernels take; for varlen the lengths are the longest sequences'.
+constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k,
+                                         bool uniform_tiles = true) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
   bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
-  if (head_dim != 64 && !causal && seqlen_k >= kLongMinSeqlenK && even_m_blocks) return ForwardVariant::kLongClustered;
+  if (head_dim != 64 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
+    return ForwardVariant::kLongClustered;
+  }
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
   if (head_dim == 256 && seqlen_k <= (causal ? kShortMaxSeqlenKCausal : kShortMaxSeqlenK)) return ForwardVariant::kShort;
   return ForwardVariant::kDefault;

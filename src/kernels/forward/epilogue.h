@@ -1,11 +1,12 @@
 // Writes the finished O tile (converted to the input type) and the LSE of its rows.
-// Rows past seqlen_q are never written.
+// Rows past the tile's query sequence are never written.
 #pragma once
 
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 
-#include "kernels/forward/fragment.h"
+#include "kernels/attention/fragment.h"
+#include "kernels/attention/tile_work.h"
 #include "kernels/forward/mainloop.h"
 #include "kernels/forward/pingpong.h"
 #include "kernels/forward/traits.h"
@@ -25,14 +26,15 @@ struct ForwardEpilogue {
 
   // The LSE first, so that its registers are free before O is converted.
   template <int kRows>
-  CUTE_DEVICE static void store_lse(Params const& params, TileCoord tile, int consumer_tid,
+  CUTE_DEVICE static void store_lse(Params const& params, TileCoord tile, TileWork const& work, int consumer_tid,
                                     float const (&lse)[kRows]) {
     if (params.lse == nullptr || threadIdx.x % 4 != 0) return;
-    int seqlen_q = params.mask.seqlen_q;
+    int seqlen_q = work.mask.seqlen_q;
     int row_base = tile.m_block * Traits::kBlockM;
     Tensor tOcO = output_coordinates(consumer_tid);
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
-    float* lse_head = params.lse + (int64_t(tile.batch) * params.scheduler.heads + tile.head) * seqlen_q;
+    float* lse_head = params.lse + params.seq_q.batch_coord(tile.batch) * params.lse_batch_stride +
+                      tile.head * params.lse_head_stride + work.offset_q;
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
@@ -40,28 +42,36 @@ struct ForwardEpilogue {
     }
   }
 
+  // Through shared memory and TMA where the kernel has the buffer and the tensor's rows
+  // are the sequence's (TMA clips at the tensor's end only); from registers otherwise
+  // (packed sequences, seqused), row by row up to the sequence's end.
   template <class AccO>
-  CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, int round,
-                                  int consumer_tid, AccO const& acc_o) {
+  CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, TileWork const& work,
+                                  int round, int consumer_tid, AccO const& acc_o) {
     Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
-      store_through_shared_memory(params, storage, tile, round, consumer_tid, out);
-    } else {
-      int seqlen_q = params.mask.seqlen_q;
-      int row_base = tile.m_block * Traits::kBlockM;
-      Tensor tOcO = output_coordinates(consumer_tid);
-      Element* o_head = params.o + tile.batch * params.o_batch_stride + tile.head * params.o_head_stride;
-      // Each thread holds column pairs: one 4-byte store each.
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(out); i += 2) {
-        int row = row_base + get<0>(tOcO(i));
-        int col = get<1>(tOcO(i));
-        if (row < seqlen_q) {
-          Element* dst = o_head + row * params.o_seqlen_stride + col;
-          *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
-        }
+      if (params.seq_q.uniform()) {
+        store_through_shared_memory(params, storage, tile, round, consumer_tid, out);
+        return;
       }
     }
+    int seqlen_q = work.mask.seqlen_q;
+    int row_base = tile.m_block * Traits::kBlockM;
+    Tensor tOcO = output_coordinates(consumer_tid);
+    Element* o_head = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
+                      tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride;
+    // Each thread holds column pairs: one 4-byte store each.
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(out); i += 2) {
+      int row = row_base + get<0>(tOcO(i));
+      int col = get<1>(tOcO(i));
+      if (row < seqlen_q) {
+        Element* dst = o_head + row * params.o_seqlen_stride + col;
+        *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
+      }
+    }
+    // The Q buffer holds no O here: free it for the next tile's Q at once.
+    if constexpr (Traits::kOInQBuffer) ForwardMainloop<Traits>::release_q(storage, round);
   }
 
   // A piece of a split tile (split_tail.h): its normalized O and LSE in fp32 into the

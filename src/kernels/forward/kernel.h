@@ -7,6 +7,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 
 #include "kernels/forward/epilogue.h"
+#include "kernels/attention/tile_work.h"
 #include "kernels/forward/mainloop.h"
 
 namespace warpflash::kernels {
@@ -77,19 +78,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
   // Producer and consumers walk the same rounds, so their pipeline states and barrier
-  // phases stay in step: visit(round, index, tile, n_block_begin, n_block_end) for each of
-  // the CTA's tiles, or pieces of tiles in a split tail, with the K/V blocks it computes.
+  // phases stay in step: visit(round, index, tile, work) for each of the CTA's tiles, or
+  // pieces of tiles in a split tail, with the K/V blocks it computes (work).
   auto for_each_tile = [&](auto&& visit) {
     for (int round = 0;; ++round) {
       unsigned index = scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
       if (index >= scheduler.num_tiles()) break;  // from the parameters each time: no register held
       TileCoord tile = scheduler.tile(index);
-      int n_block_begin = 0;
-      int n_block_end = params.mask.n_block_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+      TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN>(params.seq_q, params.seq_k, params.mask,
+                                                                   tile.m_block, tile.batch);
       if constexpr (Traits::kSplitTail) {
-        if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, n_block_begin, n_block_end);
+        if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, work.n_block_begin, work.n_block_end);
       }
-      visit(round, index, tile, n_block_begin, n_block_end);
+      visit(round, index, tile, work);
     }
   };
 
@@ -98,11 +99,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
-    for_each_tile([&](int round, unsigned, TileCoord tile, int n_block_begin, int n_block_end) {
-      if (n_block_end == 0) {
+    for_each_tile([&](int round, unsigned, TileCoord tile, TileWork const& work) {
+      if (work.empty()) {
         Mainloop::pass_q_empty_tile_producer(storage, round);
       } else {
-        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, n_block_begin, n_block_end, round);
+        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, work, round);
       }
     });
     // The CTA stays until the partner's consumers have released every slot (they arrive
@@ -118,35 +119,36 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pingpong.start();
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
-    for_each_tile([&](int round, unsigned index, TileCoord tile, int n_block_begin, int n_block_end) {
+    for_each_tile([&](int round, unsigned index, TileCoord tile, TileWork work) {
       typename Traits::TiledMmaPV mma_pv;
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
       clear(acc_o);
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
       OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(params.scale_log2);
-      // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0) keeps O = 0.
-      if (n_block_end == 0) {
+      // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
+      // window) keeps O = 0.
+      if (work.empty()) {
         if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (kWarpSpecialization) {
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_begin, n_block_end,
-                        round, consumer_tid, acc_o, softmax, [](int) {});
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work, round, consumer_tid,
+                        acc_o, softmax, [](int) {});
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
-          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
+          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, work, round);
           auto& load_q = get<0>(loads);
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {
             load_q();
-            for (int i = 0; i < Traits::kStages && i < n_block_end - n_block_begin; ++i) {
-              load_kv(n_block_end - 1 - i, write);
+            for (int i = 0; i < Traits::kStages && i < work.n_block_end - work.n_block_begin; ++i) {
+              load_kv(work.n_block_end - 1 - i, write);
             }
           }
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, tile, n_block_begin, n_block_end,
-                        round, consumer_tid, acc_o, softmax, [&](int n_block) {
-                          if (is_consumer_that_loads && n_block - Traits::kStages >= n_block_begin) {
+          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work, round, consumer_tid,
+                        acc_o, softmax, [&](int n_block) {
+                          if (is_consumer_that_loads && n_block - Traits::kStages >= work.n_block_begin) {
                             load_kv(n_block - Traits::kStages, write);
                           }
                         });
@@ -154,11 +156,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       float lse[kRows];
       Tensor acc_o_rc = rowcol_view(acc_o);
-      softmax.finalize(acc_o_rc, lse);
       if constexpr (Traits::kRecomputeTileForEpilogue) {
         asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
         tile = scheduler.tile(index);
+        work = tile_work<Traits::kBlockM, Traits::kBlockN>(params.seq_q, params.seq_k, params.mask, tile.m_block,
+                                                           tile.batch);
       }
+      // A split tile's sink joins once, in the merge of its pieces (split_combine.cu).
+      bool with_sink = params.sinks != nullptr;
+      if constexpr (Traits::kSplitTail) with_sink &= !scheduler.split.in_tail(round);
+      softmax.finalize(acc_o_rc, lse, with_sink ? params.sinks[tile.head] * float(M_LOG2E) : -INFINITY);
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) {
           ForwardEpilogue<Traits>::store_piece(params, scheduler.split.slot(blockIdx.x, round), consumer_tid, lse,
@@ -166,8 +173,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           return;
         }
       }
-      ForwardEpilogue<Traits>::store_lse(params, tile, consumer_tid, lse);
-      ForwardEpilogue<Traits>::store_o(params, storage, tile, round, consumer_tid, acc_o);
+      ForwardEpilogue<Traits>::store_lse(params, tile, work, consumer_tid, lse);
+      ForwardEpilogue<Traits>::store_o(params, storage, tile, work, round, consumer_tid, acc_o);
     });
     ForwardEpilogue<Traits>::drain(consumer_tid);
   }

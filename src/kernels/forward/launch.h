@@ -8,7 +8,8 @@
 #include <cute/tensor.hpp>
 
 #include "kernels/forward/kernel.h"
-#include "kernels/forward/split_combine.h"
+#include "kernels/forward/problem.h"
+#include "kernels/attention/split_combine.h"
 #include "kernels/forward/traits.h"
 #include "warpflash/forward.h"
 
@@ -53,7 +54,7 @@ Status cached_per_device(std::atomic<int> (&cache)[64], int device, int& value, 
 template <class Traits>
 Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Params& params, int& ctas) {
   ForwardTileScheduler& scheduler = params.scheduler;
-  int n_blocks = params.mask.n_block_end(0, Traits::kBlockM, Traits::kBlockN);
+  int n_blocks = params.mask.for_lengths(params.seq_q.seqlen, params.seq_k.seqlen).n_block_end(0, Traits::kBlockM, Traits::kBlockN);
   SplitTail split = SplitTail::plan(scheduler.num_tiles() / Traits::kClusterM, workers, n_blocks, Traits::kClusterM);
   if (!split.active()) return Status::Ok();
   size_t needed = split_workspace_bytes(workers * Traits::kClusterM, Traits::kBlockM, Traits::kHeadDim);
@@ -75,12 +76,13 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
                             ctas,
                             Traits::kBlockM,
                             Traits::kHeadDim,
-                            params.mask.seqlen_q,
+                            params.seq_q.seqlen,
                             args.o.data,
                             args.o.batch_stride,
                             args.o.seqlen_stride,
                             args.o.head_stride,
-                            args.lse};
+                            args.lse,
+                            args.learnable_sink};
 }
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
@@ -89,15 +91,21 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   using Traits = ForwardTraits<Element, kHeadDim, kVariant>;
   AttentionShape const& shape = args.shape;
 
-  auto gQ = make_gmem_tensor<Traits>(args.q, shape.seqlen_q, shape.heads_q, shape.batch);
-  // TMA tensor maps need a valid address and every dimension >= 1. With seqlen_k == 0 no
-  // K/V load is ever issued (every tile's block range is empty), so the K/V maps may
+  // Packed (varlen) sides are one batch of total rows: (total, head_dim, heads, 1).
+  bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
+  int64_t rows_q = packed_q ? args.total_q : shape.seqlen_q, batch_q = packed_q ? 1 : shape.batch;
+  int64_t rows_k = packed_k ? args.total_k : shape.seqlen_k, batch_k = packed_k ? 1 : shape.batch;
+  auto gQ = make_gmem_tensor<Traits>(args.q, rows_q, shape.heads_q, batch_q);
+  // TMA tensor maps need a valid address and every dimension >= 1. Without keys no K/V
+  // load is ever issued (every tile's block range is empty), so the K/V maps may
   // describe the first row of Q instead of the (possibly null) empty K and V.
-  bool keys_empty = shape.seqlen_k == 0;
-  auto gK = keys_empty ? make_gmem_tensor<Traits>(args.q, 1, shape.heads_kv, shape.batch)
-                       : make_gmem_tensor<Traits>(args.k, shape.seqlen_k, shape.heads_kv, shape.batch);
-  auto gV = keys_empty ? gK : make_gmem_tensor<Traits>(args.v, shape.seqlen_k, shape.heads_kv, shape.batch);
+  bool keys_empty = rows_k == 0 || shape.seqlen_k == 0;
+  auto gK = keys_empty ? make_gmem_tensor<Traits>(args.q, 1, shape.heads_kv, batch_k)
+                       : make_gmem_tensor<Traits>(args.k, rows_k, shape.heads_kv, batch_k);
+  auto gV = keys_empty ? gK : make_gmem_tensor<Traits>(args.v, rows_k, shape.heads_kv, batch_k);
 
+  ForwardMask mask = forward_mask(args);
+  float softcap = args.softcap;
   typename Traits::Params params{
       make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),
       make_tma_copy_kv<Traits>(gK),
@@ -109,17 +117,23 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       args.o.seqlen_stride,
       args.o.head_stride,
       args.lse,
+      packed_q ? 0 : shape.heads_q * shape.seqlen_q,  // lse: (batch, heads, seqlen_q) or (heads, total_q)
+      packed_q ? args.total_q : shape.seqlen_q,
       static_cast<int>(shape.heads_q / shape.heads_kv),
-      static_cast<float>(softmax_scale * M_LOG2E),
-      AttentionMask{static_cast<int>(shape.seqlen_q), static_cast<int>(shape.seqlen_k), args.causal},
+      static_cast<float>((softcap > 0.f ? softcap : softmax_scale) * M_LOG2E),
+      softcap > 0.f ? softmax_scale / softcap : 0.f,
+      args.learnable_sink,
+      SequenceLengths{args.cu_seqlens_q, args.seqused_q, static_cast<int>(shape.seqlen_q), static_cast<int>(args.total_q)},
+      SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k)},
+      mask.mask,
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
-                           static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), args.causal},
+                           static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), mask.causal_order},
       {},       // tma_o, below
       nullptr,  // split_workspace, below
   };
 
   if constexpr (Traits::kTmaStoreO) {
-    auto gO = make_gmem_tensor<Traits, Element>(args.o, shape.seqlen_q, shape.heads_q, shape.batch);
+    auto gO = make_gmem_tensor<Traits, Element>(args.o, rows_q, shape.heads_q, batch_q);
     params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
                                  Shape<_64, typename Traits::HeadDim>{}, _1{});
   }
@@ -156,8 +170,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     // The two CTAs of a cluster take m-blocks 2i and 2i+1 of one head in every round
     // (ForwardTileScheduler): forward_variant() picks this kernel only where both need the
     // same K/V blocks.
-    if (args.causal || params.scheduler.num_m_blocks % Traits::kClusterM != 0) {
-      return Status::InvalidArgument("forward_kernel: a clustered kernel needs a non-causal problem with an even number of m-blocks");
+    if (!uniform_tiles(args) || params.scheduler.num_m_blocks % Traits::kClusterM != 0) {
+      return Status::InvalidArgument(
+          "forward_kernel: a clustered kernel needs dense equal-length sequences, no mask and an even number of m-blocks");
     }
     // Clusters need both CTAs on SMs of one GPC; the scheduler's rounds need every
     // cluster resident at once, so the grid is capped at the clusters that fit.

@@ -6,9 +6,10 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/pipeline/pipeline.hpp>
 
-#include "kernels/forward/fragment.h"
+#include "kernels/attention/fragment.h"
 #include "kernels/forward/pingpong.h"
-#include "kernels/forward/softmax.h"
+#include "kernels/attention/softmax.h"
+#include "kernels/attention/tile_work.h"
 #include "kernels/forward/traits.h"
 
 namespace warpflash::kernels {
@@ -104,15 +105,21 @@ struct ForwardMainloop {
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
   // still count in full towards the barriers' transaction bytes.
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                     PipelineKV& pipeline_v, TileCoord tile, int round) {
+                                     PipelineKV& pipeline_v, TileCoord tile, TileWork const& work, int round) {
     Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
 
     int kv_head = tile.head / params.heads_per_kv_head;
-    Tensor mQ = params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, tile.batch);
-    Tensor mK = params.tma_k.get_tma_tensor(params.shape_kv)(_, _, kv_head, tile.batch);
-    Tensor mV = params.tma_v.get_tma_tensor(params.shape_kv)(_, _, kv_head, tile.batch);
+    // Packed (varlen) sequences start at their offset in batch 0's token dimension. Rows
+    // past a sequence's end belong to the next one: masked as keys, never stored as queries.
+    int batch_q = params.seq_q.batch_coord(tile.batch), batch_k = params.seq_k.batch_coord(tile.batch);
+    Tensor mQ = domain_offset(make_coord(work.offset_q, _0{}),
+                              params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, batch_q));
+    Tensor mK = domain_offset(make_coord(work.offset_k, _0{}),
+                              params.tma_k.get_tma_tensor(params.shape_kv)(_, _, kv_head, batch_k));
+    Tensor mV = domain_offset(make_coord(work.offset_k, _0{}),
+                              params.tma_v.get_tma_tensor(params.shape_kv)(_, _, kv_head, batch_k));
     Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
                            make_coord(tile.m_block, _0{}));
     // (block_n, head_dim, n_block)
@@ -152,10 +159,10 @@ struct ForwardMainloop {
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
   // n_block_end - 1 down to n_block_begin, as fast as the ring frees up.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, int n_block_begin,
-                               int n_block_end, int round) {
-    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, round);
-    int n_block = n_block_end - 1;
+                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, TileWork const& work,
+                               int round) {
+    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, work, round);
+    int n_block = work.n_block_end - 1, n_block_begin = work.n_block_begin;
     // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
     // epilogue: the first K/V blocks go first, into the ring slots freed before it.
     if constexpr (Traits::kOInQBuffer) {
@@ -168,14 +175,14 @@ struct ForwardMainloop {
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
-  // with work (the CTA's tile in `round`) over its K/V blocks [n_block_begin,
-  // n_block_end). Leaves the unnormalized O in acc_o; the caller finalizes the softmax.
+  // with work (the CTA's tile in `round`, scheduler index `index`) over its K/V blocks [work.n_block_begin,
+  // work.n_block_end). Leaves the unnormalized O in acc_o; the caller finalizes the softmax.
   // after_block(n_block) runs once this thread has released K/V block n_block (the kernel
   // without warp specialization loads there).
   template <class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineKV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
-                              TileCoord tile, int n_block_begin, int n_block_end, int round, int consumer_tid,
+                              unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
                               AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
     Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
@@ -197,22 +204,40 @@ struct ForwardMainloop {
     Tensor acc_s = partition_fragment_C(mma_qk, Shape<typename Traits::BlockM, typename Traits::BlockN>{});
     Tensor acc_s_rc = rowcol_view(acc_s);
     Tensor acc_o_rc = rowcol_view(acc_o);
-    AttentionMask const& mask = params.mask;
     int row_base = tile.m_block * Traits::kBlockM;
-    // One key limit per row, then one compare and select per score: written as
+    // Key limits once per row, then compares and a select per score: written as
     // mask.visible(row, col) per element, the compiler branched around every score and
-    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
+    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md). The left
+    // bound only where the mask has one (a warp-uniform branch).
+    // The mask is derived again for each block that may need it rather than held through
+    // the loop (d=256's consumers have no registers for it; dense lengths are parameters).
     auto mask_block = [&](int n_block) {
+      int batch = tile.batch;
+      if constexpr (Traits::kRecomputeTileForEpilogue) {  // nor the batch: from the tile index
+        unsigned tile_index = index;
+        asm volatile("" : "+r"(tile_index));
+        batch = params.scheduler.tile(tile_index).batch;
+      }
+      AttentionMask mask = tile_mask(params.seq_q, params.seq_k, params.mask, batch);
       if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
       int col_base = n_block * Traits::kBlockN;
+      bool left_bound = mask.has_left_bound();
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(acc_s_rc); ++r) {
-        int key_end = mask.key_end(row_base + get<0>(tScS_rc(r, 0))) - col_base;
+        int row = row_base + get<0>(tScS_rc(r, 0));
+        int key_end = mask.key_end(row) - col_base;
+        int key_begin = left_bound ? mask.key_begin(row) - col_base : 0;
         CUTLASS_PRAGMA_UNROLL
         for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-          if (get<1>(tScS_rc(r, c)) >= key_end) acc_s_rc(r, c) = -INFINITY;
+          int col = get<1>(tScS_rc(r, c));
+          if (col >= key_end || col < key_begin) acc_s_rc(r, c) = -INFINITY;
         }
       }
+    };
+    // Softcap before the mask (tanh(-inf) would not stay -inf).
+    auto scores_of_block = [&](int n_block, bool may_need_mask) {
+      if (params.softcap_prescale > 0.f) apply_softcap(acc_s, params.softcap_prescale);
+      if (may_need_mask) mask_block(n_block);
     };
     // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.
     Tensor tOrP = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
@@ -226,12 +251,11 @@ struct ForwardMainloop {
     auto release_q_after = [&](bool last_block) {
       if (!Traits::kOInQBuffer && last_block) release_q(storage, round);
     };
-    // Only the split tail's kernels take a first block other than 0.
-    if constexpr (!Traits::kSplitTail) n_block_begin = 0;
+    int n_block_begin = work.n_block_begin;
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
 
     // The first block: S only (O is still zero, nothing to rescale).
-    int n_block = n_block_end - 1;
+    int n_block = work.n_block_end - 1;
     pipeline_k.consumer_wait(read_k);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
@@ -241,7 +265,7 @@ struct ForwardMainloop {
     release_kv(pipeline_k, storage.pipeline_k, read_k);
     ++read_k;
     release_q_after(n_block == n_block_begin);
-    mask_block(n_block);
+    scores_of_block(n_block, true);
     softmax.update(acc_s_rc);
     store_p();
 
@@ -265,7 +289,7 @@ struct ForwardMainloop {
       release_kv(pipeline_k, storage.pipeline_k, read_k);
       ++read_k;
       release_q_after(blocks_left == 1);
-      if constexpr (Traits::kMaskInsideLoop) mask_block(n_block);
+      scores_of_block(n_block, Traits::kMaskInsideLoop);
       auto correction = softmax.update(acc_s_rc);
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);

@@ -9,8 +9,9 @@
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "kernels/forward/config.h"
-#include "kernels/forward/mask.h"
-#include "kernels/forward/tile_scheduler.h"
+#include "kernels/attention/mask.h"
+#include "kernels/attention/seqlen.h"
+#include "kernels/attention/tile_scheduler.h"
 
 namespace warpflash::kernels {
 
@@ -153,10 +154,18 @@ struct ForwardTraits {
     int64_t o_batch_stride;
     int64_t o_seqlen_stride;
     int64_t o_head_stride;
-    float* lse;  // may be null
+    float* lse;  // may be null; row r of (batch, head) at lse_batch_stride * batch + lse_head_stride * head + r
+    int64_t lse_batch_stride;
+    int64_t lse_head_stride;
     int heads_per_kv_head;
-    float scale_log2;  // softmax scale * log2(e): the softmax runs on exp2
-    AttentionMask mask;
+    // The softmax runs on exp2: scores times scale_log2 = softmax scale * log2(e), or with
+    // a softcap (softcap_prescale > 0) tanh(scores * softcap_prescale) times softcap * log2(e).
+    float scale_log2;
+    float softcap_prescale;
+    float const* sinks;  // may be null: one logit per query head (natural-log units)
+    SequenceLengths seq_q;
+    SequenceLengths seq_k;
+    AttentionMask mask;  // window and chunk; sequence lengths set per tile (tile_work)
     ForwardTileScheduler scheduler;
     TmaO tma_o;  // set when kTmaStoreO
     // With an active split tail (scheduler.split): per slot (SplitTail::slot) a piece's

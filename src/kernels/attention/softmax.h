@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <cute/tensor.hpp>
+#include <cutlass/fast_math.h>
 
 namespace warpflash::kernels {
 
@@ -22,6 +23,16 @@ CUTE_DEVICE float quad_allreduce_max(float x) {
 CUTE_DEVICE float quad_allreduce_sum(float x) {
   x += __shfl_xor_sync(0xffffffff, x, 1);
   return x + __shfl_xor_sync(0xffffffff, x, 2);
+}
+
+// Softcap (Gemma 2): scores become softcap * tanh(scale * s / softcap). The kernel turns S
+// into tanh(s * prescale) with prescale = scale / softcap (the hardware's tanh.approx) and
+// the softmax then scales by softcap instead of the softmax scale. Before the mask, so
+// that masked scores stay -inf.
+template <class TensorS>
+CUTE_DEVICE void apply_softcap(TensorS& s, float prescale) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < size(s); ++i) s(i) = cutlass::fast_tanh(s(i) * prescale);
 }
 
 // kLazyRescale (FlashAttention-4's lazy rescaling): a row's reference max moves only
@@ -99,16 +110,22 @@ struct OnlineSoftmax {
     }
   }
 
-  // Normalizes O and returns each row's natural-log LSE; rows that saw no key get
-  // O = 0 and LSE = -inf (their max is -inf and log2(0) = -inf: no select needed).
+  // Normalizes O and returns each row's natural-log LSE. A learnable sink (gpt-oss) is one
+  // more logit in every row's denominator with no value row: sink_log2 is it in log2
+  // units, -inf for none (then the result is the plain softmax's, to the bit). Rows that
+  // saw no key get O = 0 and LSE = -inf (or the sink): both maxima -inf, no NaN.
   template <class TensorO>
-  CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows]) {
+  CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows], float sink_log2 = -INFINITY) {
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float sum = quad_allreduce_sum(row_sum[r]);
-      bool empty = !(sum > 0.f);
-      float inv_sum = empty ? 0.f : 1.f / sum;
-      lse[r] = (row_max[r] * scale_log2 + log2f(sum)) * kLn2;
+      float max_scaled = row_max[r] * scale_log2;
+      float max_all = fmaxf(max_scaled, sink_log2);
+      float safe_max = max_all == -INFINITY ? 0.f : max_all;
+      float keep = exp2f(max_scaled - safe_max);  // the scores' share against the sink
+      float total = sum * keep + exp2f(sink_log2 - safe_max);
+      float inv_sum = total > 0.f ? keep / total : 0.f;
+      lse[r] = (max_all + log2f(total)) * kLn2;
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(o); ++c) o(r, c) *= inv_sum;
     }

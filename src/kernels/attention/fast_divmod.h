@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/common/host_device.h"
+#include "kernels/attention/host_device.h"
 
 namespace warpflash::kernels {
 

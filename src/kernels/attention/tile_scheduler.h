@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "kernels/common/fast_divmod.h"
-#include "kernels/common/host_device.h"
-#include "kernels/forward/split_tail.h"
+#include "kernels/attention/fast_divmod.h"
+#include "kernels/attention/host_device.h"
+#include "kernels/attention/split_tail.h"
 
 namespace warpflash::kernels {
 

@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/common/fast_divmod.h"
-#include "kernels/common/host_device.h"
+#include "kernels/attention/fast_divmod.h"
+#include "kernels/attention/host_device.h"
 
 namespace warpflash::kernels {
 

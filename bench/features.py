@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The forward's features side by side with the peers that support them, in one run:
+variable-length batches, sliding windows, softcap and sinks.
+
+Peers, each used where installed and named as skipped where not: FlashAttention-3's
+forward (PyPI fa3-fwd: varlen, softcap; no windows in that build) and FlashAttention-4
+(PyPI flash-attn-4, its SM90 path: varlen, windows, softcap, sinks).
+
+Workloads (hidden 2048: heads = 2048 / head_dim, BF16):
+  varlen   16k tokens in sequences of random length 128..8k (fixed seed), d 64 and 128,
+           causal and not; also equal lengths through the varlen entry against the dense one.
+  window   seqlen 16k, window (4096, 0), d 128: TFLOP/s counts the visible scores only.
+  options  softcap 30 and learnable sinks against the plain kernel at d 128, seqlen 8k.
+FLOPs = 4 * visible scores * head_dim. Timing: CUDA events, median of --iters launches
+after --warmup, the implementations interleaved per configuration, --repeats times.
+
+    python3 bench/features.py --csv features.csv
+"""
+import argparse
+import sys
+
+import torch
+
+from bench_common import median, time_ms
+
+HIDDEN = 2048
+TOKENS = 16384
+
+
+def peers():
+    found, missing = {}, {}
+    try:
+        import fa3_fwd._C  # noqa: F401  (registers its operators)
+        import fa3_fwd_interface
+        found["fa3"] = fa3_fwd_interface
+    except Exception as error:  # noqa: BLE001
+        missing["fa3"] = f"fa3-fwd not importable ({type(error).__name__}: {error})"
+    try:
+        from flash_attn.cute import interface as fa4
+        found["fa4"] = fa4
+    except Exception as error:  # noqa: BLE001
+        missing["fa4"] = f"flash-attn-4 not importable ({type(error).__name__}: {error})"
+    return found, missing
+
+
+def visible_scores(lengths, causal, window_left=-1):
+    total = 0
+    for n in lengths:
+        if window_left >= 0:
+            total += sum(min(i + 1, window_left + 1) for i in range(n))
+        else:
+            total += n * (n + 1) // 2 if causal else n * n
+    return total
+
+
+def random_lengths(seed, tokens=TOKENS, low=128, high=8192):
+    generator = torch.Generator().manual_seed(seed)
+    lengths = []
+    while sum(lengths) < tokens:
+        lengths.append(int(torch.randint(low, high + 1, (1,), generator=generator)))
+    lengths[-1] -= sum(lengths) - tokens
+    if lengths[-1] < low:  # fold a short remainder into the one before
+        lengths[-2] += lengths.pop()
+    return lengths
+
+
+def run(args):
+    import warpflash
+
+    found, missing = peers()
+    for name, why in missing.items():
+        print(f"# {name}: skipped: {why}")
+    rows = []
+
+    def bench(label, flops, impls):
+        """impls: name -> callable; interleaved, repeated; prints TFLOP/s and ratios."""
+        results = {name: [] for name in impls}
+        for _ in range(args.repeats):
+            for name, fn in impls.items():
+                try:
+                    results[name].append(time_ms(torch, fn, args.warmup, args.iters))
+                except Exception as error:  # noqa: BLE001
+                    print(f"# {label}: {name} failed: {type(error).__name__}: {error}")
+                    results[name] = None
+                    break
+        ms = {name: median(t) for name, t in results.items() if t}
+        line = f"{label:58s}"
+        for name, t in ms.items():
+            line += f" {name} {flops / t / 1e9:7.1f}"
+        best_peer = min((t for name, t in ms.items() if name in ("fa3", "fa4")), default=None)
+        if "warpflash" in ms and best_peer:
+            line += f"  ratio to the faster of FA3/FA4 {best_peer / ms['warpflash']:.3f}"
+        print(line, flush=True)
+        for name, t in ms.items():
+            rows.append((label, name, t, flops / t / 1e9))
+        return ms
+
+    dtype = torch.bfloat16
+    # Variable length.
+    for head_dim in (64, 128):
+        heads = HIDDEN // head_dim
+        for causal in (False, True):
+            for kind, lengths in (("random 128..8k", random_lengths(args.seed)), ("equal 2k", [2048] * 8)):
+                cu = torch.tensor([0] + lengths, device="cuda").cumsum(0).to(torch.int32)
+                q, k, v = (torch.randn(TOKENS, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+                longest = max(lengths)
+                flops = 4 * visible_scores(lengths, causal) * head_dim * heads
+                impls = {"warpflash": lambda: warpflash.flash_attn_varlen_func(q, k, v, cu, cu, longest, longest,
+                                                                               causal=causal)}
+                if "fa3" in found:
+                    impls["fa3"] = lambda: found["fa3"].flash_attn_varlen_func(q, k, v, cu, cu, longest, longest,
+                                                                                causal=causal)
+                if "fa4" in found:
+                    impls["fa4"] = lambda: found["fa4"].flash_attn_varlen_func(
+                        q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=longest, max_seqlen_k=longest,
+                        causal=causal)
+                if kind.startswith("equal"):
+                    qd, kd, vd = (t.view(len(lengths), lengths[0], heads, head_dim) for t in (q, k, v))
+                    impls["dense"] = lambda: warpflash.flash_attn_func(qd, kd, vd, causal=causal)
+                bench(f"varlen {kind} d{head_dim} {'causal' if causal else 'full'} ({len(lengths)} seqs)", flops,
+                      impls)
+
+    # Sliding window against the causal kernel of the same size.
+    head_dim, heads, seqlen = 128, 16, 16384
+    q, k, v = (torch.randn(1, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+    flops = 4 * visible_scores([seqlen], True, 4096) * head_dim * heads
+    impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True, window_size=(4096, -1))}
+    if "fa4" in found:
+        impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=True, window_size=(4096, 0))
+    bench("window (4096, 0) 16k d128", flops, impls)
+    bench("causal 16k d128 (the same kernel, every block)", 4 * visible_scores([seqlen], True) * head_dim * heads,
+          {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True)})
+
+    # Softcap and sinks against the plain kernel.
+    seqlen, batch = 8192, 2
+    q, k, v = (torch.randn(batch, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+    sink = torch.randn(heads, device="cuda")
+    for causal in (False, True):
+        flops = batch * 4 * visible_scores([seqlen], causal) * head_dim * heads
+        impls = {
+            "plain": lambda: warpflash.flash_attn_func(q, k, v, causal=causal),
+            "softcap": lambda: warpflash.flash_attn_func(q, k, v, causal=causal, softcap=30.0),
+            "sinks": lambda: warpflash.flash_attn_func(q, k, v, causal=causal, learnable_sink=sink),
+        }
+        if "fa3" in found:
+            impls["fa3"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal)
+            impls["fa3_softcap"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal, softcap=30.0)
+        bench(f"options 8k d128 {'causal' if causal else 'full'}", flops, impls)
+
+    if args.csv:
+        with open(args.csv, "w") as out:
+            out.write("config,impl,ms_median,tflops\n")
+            for label, name, ms, tf in rows:
+                out.write(f"{label},{name},{ms:.5f},{tf:.1f}\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--csv")
+    run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+// The attention mask as index arithmetic, shared by every kernel: which keys a query row
+// sees, which K/V blocks a Q tile visits, and which of those need per-element masking.
+// One runtime policy covers no mask, causal, sliding window and chunked attention (Llama
+// 4): query row i sees keys [key_begin(i), key_end(i)), bounds that never decrease with
+// i, so a tile's first row has the lowest bounds and its last row the highest.
+#pragma once
+
+#include "kernels/attention/host_device.h"
+
+namespace warpflash::kernels {
+
+struct AttentionMask {
+  // A window bound that limits nothing (FlashAttention's -1). Sequence lengths stay below
+  // 2^30 (limits.h), so row + offset +- a bound fits in 32 bits.
+  static constexpr int kUnbounded = 1 << 30;
+
+  int seqlen_q = 0;  // of the sequence pair the tile belongs to
+  int seqlen_k = 0;
+  // Sliding window around the bottom-right aligned diagonal (FlashAttention's semantics):
+  // query i sees key j when i + offset - window_left <= j <= i + offset + window_right,
+  // offset = seqlen_k - seqlen_q. Causal is window_right = 0.
+  int window_left = kUnbounded;
+  int window_right = kUnbounded;
+  // Chunked attention: > 0 limits query i to the keys of its chunk, the keys j with
+  // floor(j / chunk) == floor((i + offset) / chunk).
+  int chunk = 0;
+
+  WF_HOST_DEVICE AttentionMask for_lengths(int seqlen_q_, int seqlen_k_) const {
+    AttentionMask mask = *this;
+    mask.seqlen_q = seqlen_q_;
+    mask.seqlen_k = seqlen_k_;
+    return mask;
+  }
+
+  WF_HOST_DEVICE bool has_left_bound() const { return window_left < kUnbounded || chunk > 0; }
+  WF_HOST_DEVICE bool has_right_bound() const { return window_right < kUnbounded || chunk > 0; }
+
+  // Causal masks align to the bottom-right corner: the last query sees the last key.
+  WF_HOST_DEVICE int diagonal_offset() const { return seqlen_k - seqlen_q; }
+
+  WF_HOST_DEVICE int chunk_begin(int row) const {
+    int position = row + diagonal_offset();
+    int floor = position >= 0 ? position / chunk : -((chunk - 1 - position) / chunk);
+    return floor * chunk;
+  }
+
+  // First key query `row` sees (may be negative: none cut off).
+  WF_HOST_DEVICE int key_begin(int row) const {
+    int begin = window_left < kUnbounded ? row + diagonal_offset() - window_left : 0;
+    if (chunk > 0) {
+      int chunk_start = chunk_begin(row);
+      begin = begin > chunk_start ? begin : chunk_start;
+    }
+    return begin;
+  }
+
+  // One past the last key query `row` sees (<= key_begin(row): none).
+  WF_HOST_DEVICE int key_end(int row) const {
+    int end = seqlen_k;
+    if (window_right < kUnbounded) {
+      int window_end = row + diagonal_offset() + window_right + 1;
+      end = window_end < end ? window_end : end;
+    }
+    if (chunk > 0) {
+      int chunk_end = chunk_begin(row) + chunk;
+      end = chunk_end < end ? chunk_end : end;
+    }
+    return end;
+  }
+
+  WF_HOST_DEVICE bool visible(int row, int col) const { return col >= key_begin(row) && col < key_end(row); }
+
+  // The K/V blocks [begin, end) that some row of Q tile m_block sees; end <= begin: none.
+  // Blocks outside a window are skipped, not masked.
+  WF_HOST_DEVICE int n_block_begin(int m_block, int block_m, int block_n) const {
+    if (!has_left_bound()) return 0;
+    int begin = key_begin(m_block * block_m);
+    return begin <= 0 ? 0 : begin / block_n;
+  }
+  WF_HOST_DEVICE int n_block_end(int m_block, int block_m, int block_n) const {
+    int end = has_right_bound() ? key_end((m_block + 1) * block_m - 1) : seqlen_k;
+    end = end < seqlen_k ? end : seqlen_k;
+    return end <= 0 ? 0 : (end + block_n - 1) / block_n;
+  }
+
+  // Whether some element of the (m_block, n_block) tile is masked: the block crosses the
+  // end of the keys, the first row's right bound or the last row's left bound.
+  WF_HOST_DEVICE bool block_needs_mask(int m_block, int n_block, int block_m, int block_n) const {
+    int first_col = n_block * block_n, end_col = first_col + block_n;
+    if (end_col > seqlen_k) return true;
+    if (has_right_bound() && end_col > key_end(m_block * block_m)) return true;
+    return has_left_bound() && first_col < key_begin((m_block + 1) * block_m - 1);
+  }
+};
+
+}  // namespace warpflash::kernels

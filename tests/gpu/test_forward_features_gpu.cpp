@@ -1,0 +1,238 @@
+// The forward kernel's masking and sequence features against the double-precision
+// reference, alone and combined, for every compiled dtype and head dim: variable-length
+// (packed) batches with empty sequences and lengths around tile edges, seqused, sliding
+// windows, chunked attention, softcap and learnable sinks, with GQA. Each sequence pair
+// is checked against the reference of that pair alone.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/hopper_gpu.h"
+#include "reference/attention_reference.h"
+#include "reference/half_precision.h"
+#include "warpflash/warpflash.h"
+
+namespace warpflash {
+namespace {
+
+using testing::DeviceBuffer;
+
+struct Case {
+  const char* name;
+  bool packed;                  // varlen layout (cu_seqlens) or a dense batch
+  std::vector<int> seqlens_q;   // per sequence; dense: all equal
+  std::vector<int> seqlens_k;
+  int64_t heads_q, heads_kv;
+  bool causal = false;
+  int64_t window_left = -1, window_right = -1, chunk = 0;
+  float softcap = 0.f;
+  bool sinks = false;
+  std::vector<int> seqused_q = {};  // empty: none
+  std::vector<int> seqused_k = {};
+};
+
+const Case kCases[] = {
+    {"varlen_causal_gqa", true, {0, 1, 127, 128, 129, 300, 0, 17}, {0, 1, 127, 128, 129, 300, 0, 17}, 4, 2, true},
+    {"varlen_full_unequal", true, {5, 1000, 0, 64, 33}, {300, 7, 12, 0, 1}, 4, 1},
+    {"varlen_long_keys", true, {300, 50}, {8300, 100}, 2, 1},
+    {"varlen_many_tiles", true, {700, 900, 250, 1300, 16}, {700, 900, 250, 1300, 16}, 16, 4, true},
+    {"window_causal", false, {700}, {700}, 2, 2, true, 100},
+    {"window_both_sides", false, {300, 300}, {500, 500}, 4, 2, false, 50, 30},
+    {"window_right_only", false, {257}, {257}, 2, 1, false, -1, 5},
+    {"chunk_causal", false, {600}, {600}, 2, 2, true, -1, -1, 128},
+    {"softcap_causal", false, {257}, {257}, 4, 4, true, -1, -1, 0, 30.f},
+    {"sinks_rows_without_keys", false, {200, 200}, {100, 100}, 4, 2, true, -1, -1, 0, 0.f, true},
+    {"sinks_long", false, {1000}, {1000}, 8, 2, false, -1, -1, 0, 0.f, true},
+    {"seqused_dense", false, {50, 50, 50}, {400, 400, 400}, 2, 1, false, -1, -1, 0, 0.f, false, {50, 10, 0}, {400, 0, 77}},
+    {"varlen_everything", true, {200, 0, 1, 513, 129}, {260, 5, 1, 513, 129}, 8, 2, true, 96, -1, 0, 20.f, true,
+     {200, 0, 1, 400, 129}, {260, 5, 0, 513, 100}},
+};
+
+using Param = std::tuple<DType, int, Case>;
+
+uint16_t to_bits(DType dtype, float x) {
+  return dtype == DType::kBFloat16 ? reference::float_to_bfloat16_bits(x) : reference::float_to_half_bits(x);
+}
+float from_bits(DType dtype, uint16_t bits) {
+  return dtype == DType::kBFloat16 ? reference::bfloat16_bits_to_float(bits) : reference::half_bits_to_float(bits);
+}
+
+constexpr int64_t kGuard = 64;
+constexpr uint16_t kPoison = 0x7fff;  // NaN in both fp16 and bf16
+
+// Rows of (heads, head_dim) one after the other: packed sequences, or a dense batch
+// (which has the same storage). Random values rounded to the dtype, kept as doubles.
+struct Rows {
+  int64_t rows, heads, head_dim;
+  std::vector<uint16_t> storage;  // kGuard poison before and after
+  std::vector<double> values;
+  Rows(int64_t r, int64_t h, int64_t d) : rows(r), heads(h), head_dim(d) {
+    storage.assign(2 * kGuard + std::max<int64_t>(r * h * d, 1), kPoison);
+    values.assign(r * h * d, 0.0);
+  }
+  void fill(DType dtype, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (size_t i = 0; i < values.size(); ++i) {
+      storage[kGuard + i] = to_bits(dtype, normal(rng));
+      values[i] = from_bits(dtype, storage[kGuard + i]);
+    }
+  }
+  // Rows [first, first + count) as a dense (1, count, heads, head_dim) tensor.
+  std::vector<double> slice(int64_t first, int64_t count) const {
+    return std::vector<double>(values.begin() + first * heads * head_dim,
+                               values.begin() + (first + count) * heads * head_dim);
+  }
+};
+
+std::vector<int> prefix_sums(const std::vector<int>& lengths) {
+  std::vector<int> cu(1, 0);
+  for (int n : lengths) cu.push_back(cu.back() + n);
+  return cu;
+}
+
+class ForwardFeaturesGpuTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
+  WARPFLASH_REQUIRE_HOPPER();
+  auto [dtype, head_dim, c] = GetParam();
+  std::vector<int> compiled = compiled_head_dims(dtype);
+  if (std::find(compiled.begin(), compiled.end(), head_dim) == compiled.end()) {
+    GTEST_SKIP() << "head_dim " << head_dim << " not compiled for " << dtype_name(dtype);
+  }
+  const int64_t batch = static_cast<int64_t>(c.seqlens_q.size());
+  std::vector<int> cu_q = prefix_sums(c.seqlens_q), cu_k = prefix_sums(c.seqlens_k);
+  const int64_t total_q = cu_q.back(), total_k = cu_k.back();
+  const int64_t max_q = *std::max_element(c.seqlens_q.begin(), c.seqlens_q.end());
+  const int64_t max_k = *std::max_element(c.seqlens_k.begin(), c.seqlens_k.end());
+  std::mt19937 rng(std::random_device{}());
+  Rows q(total_q, c.heads_q, head_dim), k(total_k, c.heads_kv, head_dim), v(total_k, c.heads_kv, head_dim),
+      o(total_q, c.heads_q, head_dim);
+  q.fill(dtype, rng);
+  k.fill(dtype, rng);
+  v.fill(dtype, rng);
+  std::vector<float> sinks(c.heads_q);
+  std::uniform_real_distribution<float> sink_logit(-2.f, 3.f);
+  for (float& s : sinks) s = sink_logit(rng);
+
+  DeviceBuffer<uint16_t> q_dev(q.storage.size()), k_dev(k.storage.size()), v_dev(v.storage.size()),
+      o_dev(o.storage.size());
+  const int64_t lse_count = c.heads_q * total_q;
+  DeviceBuffer<float> lse_dev(lse_count + 2 * kGuard), sinks_dev(sinks.size());
+  std::vector<float> lse_host(lse_dev.size(), NAN);
+  DeviceBuffer<int> cu_q_dev(cu_q.size()), cu_k_dev(cu_k.size()), used_q_dev(c.seqused_q.size()),
+      used_k_dev(c.seqused_k.size());
+  ASSERT_TRUE(q_dev.upload(q.storage) && k_dev.upload(k.storage) && v_dev.upload(v.storage) &&
+              o_dev.upload(o.storage) && lse_dev.upload(lse_host) && sinks_dev.upload(sinks) &&
+              cu_q_dev.upload(cu_q) && cu_k_dev.upload(cu_k) && used_q_dev.upload(c.seqused_q) &&
+              used_k_dev.upload(c.seqused_k));
+
+  ForwardArgs args;
+  args.dtype = dtype;
+  auto rows_view = [&](uint16_t* base, int64_t seqlen, int64_t heads) {
+    return contiguous_view(base + kGuard, seqlen, heads, head_dim);
+  };
+  if (c.packed) {
+    args.shape = {batch, max_q, max_k, c.heads_q, c.heads_kv, head_dim};
+    args.cu_seqlens_q = cu_q_dev.get();
+    args.cu_seqlens_k = cu_k_dev.get();
+    args.total_q = total_q;
+    args.total_k = total_k;
+  } else {
+    args.shape = {batch, c.seqlens_q[0], c.seqlens_k[0], c.heads_q, c.heads_kv, head_dim};
+  }
+  args.q = rows_view(q_dev.get(), args.shape.seqlen_q, c.heads_q);
+  args.k = rows_view(k_dev.get(), args.shape.seqlen_k, c.heads_kv);
+  args.v = rows_view(v_dev.get(), args.shape.seqlen_k, c.heads_kv);
+  args.o = rows_view(o_dev.get(), args.shape.seqlen_q, c.heads_q);
+  args.lse = lse_dev.get() + kGuard;
+  args.causal = c.causal;
+  args.window_left = c.window_left;
+  args.window_right = c.window_right;
+  args.attention_chunk = c.chunk;
+  args.softcap = c.softcap;
+  if (c.sinks) args.learnable_sink = sinks_dev.get();
+  if (!c.seqused_q.empty()) args.seqused_q = used_q_dev.get();
+  if (!c.seqused_k.empty()) args.seqused_k = used_k_dev.get();
+  Status status = forward(args);
+  ASSERT_TRUE(status.ok()) << status.message();
+  WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint16_t> o_out = o_dev.download();
+  std::vector<float> lse_out = lse_dev.download();
+
+  const double atol = dtype == DType::kBFloat16 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -12);
+  const int64_t row_elements = c.heads_q * head_dim;
+  std::vector<bool> written(o.storage.size(), false);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t sq = c.seqused_q.empty() ? c.seqlens_q[b] : std::min(c.seqlens_q[b], c.seqused_q[b]);
+    const int64_t sk = c.seqused_k.empty() ? c.seqlens_k[b] : std::min(c.seqlens_k[b], c.seqused_k[b]);
+    SCOPED_TRACE(::testing::Message() << "sequence " << b << ": seqlen_q " << sq << ", seqlen_k " << sk);
+    if (sq == 0) continue;
+    reference::Problem p{1, sq, sk, c.heads_q, c.heads_kv, head_dim, 1.0 / std::sqrt(double(head_dim)), c.causal};
+    p.window_left = c.window_left;
+    p.window_right = c.window_right;
+    p.attention_chunk = c.chunk;
+    p.softcap = c.softcap;
+    if (c.sinks) p.sinks.assign(sinks.begin(), sinks.end());
+    std::vector<double> o_ref, lse_ref, o_low;
+    std::vector<double> q_seq = q.slice(cu_q[b], sq), k_seq = k.slice(cu_k[b], sk), v_seq = v.slice(cu_k[b], sk);
+    reference::forward(p, q_seq, k_seq, v_seq, o_ref, lse_ref);
+    reference::forward_low_precision(
+        p, dtype == DType::kBFloat16 ? reference::Precision::kBFloat16 : reference::Precision::kFloat16, q_seq, k_seq,
+        v_seq, o_low);
+    std::vector<double> o_seq(o_ref.size());
+    for (int64_t i = 0; i < sq * row_elements; ++i) {
+      int64_t index = kGuard + cu_q[b] * row_elements + i;
+      written[index] = true;
+      o_seq[i] = from_bits(dtype, o_out[index]);
+    }
+    double max_err = 0, max_low = 0, sq_err = 0, sq_low = 0, sq_ref = 0;
+    for (size_t i = 0; i < o_ref.size(); ++i) {
+      double err = std::fabs(o_seq[i] - o_ref[i]), low = std::fabs(o_low[i] - o_ref[i]);
+      max_err = std::isnan(err) ? INFINITY : std::max(max_err, err);
+      max_low = std::max(max_low, low);
+      sq_err += std::isnan(err) ? INFINITY : err * err;
+      sq_low += low * low;
+      sq_ref += o_ref[i] * o_ref[i];
+    }
+    EXPECT_LE(max_err, 2 * max_low + atol) << "max abs error (low-precision reference: " << max_low << ")";
+    double rel = std::sqrt(sq_err / std::max(sq_ref, 1e-300)), rel_low = std::sqrt(sq_low / std::max(sq_ref, 1e-300));
+    if (sq_ref > 0) EXPECT_LE(rel, 2 * rel_low + 1e-4) << "relative L2 error (low precision: " << rel_low << ")";
+    int bad_lse = 0;
+    for (int64_t h = 0; h < c.heads_q; ++h) {
+      for (int64_t r = 0; r < sq; ++r) {
+        // Packed: (heads, total_q); dense: (batch, heads, seqlen_q).
+        int64_t index = c.packed ? h * total_q + cu_q[b] + r : (b * c.heads_q + h) * args.shape.seqlen_q + r;
+        double got = lse_out[kGuard + index], want = lse_ref[h * sq + r];
+        bool ok = std::isinf(want) ? (std::isinf(got) && got < 0) : std::fabs(got - want) <= 1e-3 * (1 + std::fabs(want));
+        if (!ok && bad_lse++ < 5) ADD_FAILURE() << "lse head " << h << " row " << r << " = " << got << ", reference " << want;
+      }
+    }
+  }
+  // Rows past seqused and everything around the output stay poison.
+  for (size_t i = 0; i < o_out.size(); ++i) {
+    if (!written[i]) ASSERT_EQ(o_out[i], kPoison) << "write outside the sequences' rows at storage index " << i;
+  }
+  for (int64_t i = 0; i < kGuard; ++i) {
+    ASSERT_TRUE(std::isnan(lse_out[i]) && std::isnan(lse_out[lse_count + kGuard + i])) << "write outside LSE";
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  auto [dtype, head_dim, c] = info.param;
+  std::ostringstream name;
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << "_" << c.name;
+  return name.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Features, ForwardFeaturesGpuTest,
+                         ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
+                                            ::testing::Values(64, 128, 256), ::testing::ValuesIn(kCases)),
+                         param_name);
+
+}  // namespace
+}  // namespace warpflash
