@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Side-by-side forward attention benchmark of the Python package, in one run on one GPU:
-warpflash (warpflash.flash_attn_func), PyTorch SDPA's cuDNN and flash (FA2) backends, and
-FlexAttention (torch.compile'd flex_attention; a causal block mask when causal).
+warpflash (warpflash.flash_attn_func), FlashAttention-3's forward (PyPI fa3-fwd, where
+installed; named as skipped where not), PyTorch SDPA's cuDNN and flash (FA2) backends, and
+FlexAttention (torch.compile'd flex_attention; a causal block mask when causal). The
+features (varlen, windows, softcap, sinks) have their own benchmark: bench/features.py.
 
 Workloads:
   paper  the FlashAttention-3 paper's grid: 16k tokens (batch = 16384 / seqlen), hidden 2048
@@ -38,8 +40,8 @@ from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_
                           dtype_list, geomean, int_list, name_list, positive_int, ratio, sdpa_backend,
                           tflops, time_ms, torch_dtype)
 
-IMPLS = ("warpflash", "cudnn", "fa2", "flex")
-TITLES = {"warpflash": "warpflash", "cudnn": "cuDNN", "fa2": "FA2", "flex": "Flex"}
+IMPLS = ("warpflash", "fa3", "cudnn", "fa2", "flex")
+TITLES = {"warpflash": "warpflash", "fa3": "FA3", "cudnn": "cuDNN", "fa2": "FA2", "flex": "Flex"}
 WORKLOADS = ("paper", "llama")
 LLAMA = dict(workload="llama3-8b", head_dim=128, heads_q=32, heads_kv=8, causal=True, batch=4,
              seqlens=(4096, 8192))
@@ -198,6 +200,14 @@ def prepare(torch, impl, case, tensors, flex):
             return fn, fn(), ""
         except Exception as error:
             raise Unavailable(one_line(error)) from None
+    if impl == "fa3":  # FlashAttention-3's forward (PyPI fa3-fwd), where installed
+        try:
+            import fa3_fwd._C  # noqa: F401  (registers its operators)
+            import fa3_fwd_interface
+        except Exception as error:
+            raise Unavailable(f"skipped: fa3-fwd not installed ({one_line(error)})") from None
+        fn = lambda: fa3_fwd_interface.flash_attn_func(q, k, v, causal=case.causal)  # noqa: E731
+        return fn, fn(), ""
     if impl == "flex":
         return flex.prepare(case, qt, kt, vt)
     return prepare_sdpa(torch, impl, case, qt, kt, vt)

@@ -1,6 +1,7 @@
 // The one table from (dtype, head dim, tile variant) to a compiled forward kernel.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "kernels/forward/config.h"
@@ -21,5 +22,8 @@ inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args) {
 // every variant that forward_variant() picks for it.
 ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim,
                                       kernels::ForwardVariant variant = kernels::ForwardVariant::kDefault);
+
+// Every compiled kernel as "bfloat16 d128 variant 2, ...", for "not supported" messages.
+std::string compiled_kernels();
 
 }  // namespace warpflash

@@ -86,6 +86,15 @@ ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, kernels::Fo
   return nullptr;
 }
 
+std::string compiled_kernels() {
+  std::string list;
+  for (const ForwardEntry& entry : kForwardKernels) {
+    list += text::concat(list.empty() ? "" : ", ", dtype_name(entry.dtype), " d", entry.head_dim, " variant ",
+                         static_cast<int>(entry.variant));
+  }
+  return list.empty() ? "none" : list;
+}
+
 std::vector<int> compiled_head_dims(DType dtype) {
   std::vector<int> head_dims;
   for (const ForwardEntry& entry : kForwardKernels) {
@@ -127,7 +136,14 @@ Status forward(const ForwardArgs& args) {
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
-  return find_forward_launcher(args.dtype, args.shape.head_dim, forward_variant_of(args))(args, scale);
+  kernels::ForwardVariant variant = forward_variant_of(args);
+  ForwardLauncher launch = find_forward_launcher(args.dtype, args.shape.head_dim, variant);
+  if (launch == nullptr) {  // a subset build without the variant this problem needs
+    return Status::NotSupported(text::concat("warpflash::forward: this build has no ", dtype_name(args.dtype),
+                                             " kernel for head_dim = ", args.shape.head_dim, " of variant ",
+                                             static_cast<int>(variant), "; it has ", compiled_kernels()));
+  }
+  return launch(args, scale);
 }
 
 }  // namespace warpflash

@@ -88,6 +88,10 @@ Status validate_forward(const ForwardArgs& args) {
                           ") is not allowed: each side is -1 (unbounded) or >= 0"));
   }
   if (!(status = check_range("attention_chunk", args.attention_chunk, 0, limits::kMaxSeqlen - 1)).ok()) return status;
+  if (args.attention_chunk > 0 && s.seqlen_q + s.seqlen_k + args.attention_chunk >= (int64_t(1) << 31)) {
+    return invalid(concat("attention_chunk = ", args.attention_chunk, " with seqlen_q = ", s.seqlen_q,
+                          " and seqlen_k = ", s.seqlen_k, ": their sum must stay below 2^31"));
+  }
   if (!(std::isfinite(args.softcap) && args.softcap >= 0.f)) {
     return invalid(concat("softcap = ", args.softcap, " must be finite and >= 0 (0: no softcap)"));
   }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/dispatch.h"
 #include "kernels/forward/config.h"
 #include "kernels/attention/mask.h"
 #include "kernels/attention/seqlen.h"
@@ -350,19 +351,25 @@ TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
   EXPECT_TRUE(SequenceLengths{}.uniform());
 }
 
-TEST(TileConfig, FitsTheHardware) {
-  const std::pair<int, ForwardVariant> kernels[] = {{64, ForwardVariant::kDefault},  {64, ForwardVariant::kShortCausal},
-                                                    {128, ForwardVariant::kDefault}, {128, ForwardVariant::kLong},
-                                                    {256, ForwardVariant::kDefault}, {256, ForwardVariant::kShort},
-                                                    {128, ForwardVariant::kLongClustered},
-                                                    {256, ForwardVariant::kLongClustered}};
-  for (auto [d, variant] : kernels) {
-    ForwardTileConfig c = forward_tile_config(d, variant);
-    EXPECT_EQ(c.block_m, 64 * c.consumer_warpgroups);
-    EXPECT_EQ(c.block_n % 16, 0);
-    EXPECT_GE(c.q_stages, 1);
-    // Q tiles + stages of K and V, 2-byte elements, under 227 KB.
-    EXPECT_LE((c.q_stages * c.block_m + 2 * c.stages * c.block_n) * d * 2, 227 * 1024) << d;
+// Whatever the problem, forward_variant() picks a kernel the build compiled (the table is
+// generated from kernels.manifest): a head dim that is compiled serves every problem.
+TEST(DispatchTable, EveryPickedVariantIsCompiled) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (int head_dim : compiled_head_dims(dtype)) {
+      for (bool causal : {false, true}) {
+        for (bool uniform : {false, true}) {
+          for (int64_t seqlen_q : {1, 128, 200, 2048, 2049, 16384, 16385}) {
+            for (int64_t seqlen_k : {1, 512, 1024, 1025, 2048, 2049, 8191, 8192, 16384}) {
+              ForwardVariant variant = forward_variant(head_dim, causal, seqlen_q, seqlen_k, uniform);
+              EXPECT_NE(find_forward_launcher(dtype, head_dim, variant), nullptr)
+                  << dtype_name(dtype) << " d" << head_dim << " variant " << int(variant) << " causal " << causal
+                  << " " << seqlen_q << "x" << seqlen_k;
+              if (!uniform) EXPECT_NE(variant, ForwardVariant::kLongClustered);
+            }
+          }
+        }
+      }
+    }
   }
 }
 

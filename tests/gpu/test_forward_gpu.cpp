@@ -1,5 +1,5 @@
 // The forward kernel against the double-precision reference on the shapes that break
-// kernels (DESIGN.md), for every compiled dtype and head dim, causal and not.
+// kernels (docs/design.md), for every compiled dtype and head dim, causal and not.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -39,7 +39,7 @@ const Shape kShapes[] = {
     // seqlen_q > seqlen_k, tiles that see no key mixed with tiles that do.
     {3, 600, 700, 16, 4, false},   {2, 900, 300, 16, 2, false},
     // A short causal problem with enough tiles (4 m-blocks x 136 heads) for the order that
-    // keeps a head's m-blocks together (ForwardTileScheduler::choose_causal_order).
+    // keeps a head's m-blocks together (ForwardTileScheduler::plan, tail_heads_together).
     {17, 512, 512, 8, 2, false},
     // Enough heads (23 x 8) for the causal pair phase with an odd m-block count (5 of 128
     // rows: pairs and units of two heads' middle m-blocks) and the tail after it.

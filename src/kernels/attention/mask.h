@@ -5,6 +5,7 @@
 // i, so a tile's first row has the lowest bounds and its last row the highest.
 #pragma once
 
+#include "kernels/attention/fast_divmod.h"
 #include "kernels/attention/host_device.h"
 
 namespace warpflash::kernels {
@@ -21,9 +22,21 @@ struct AttentionMask {
   // offset = seqlen_k - seqlen_q. Causal is window_right = 0.
   int window_left = kUnbounded;
   int window_right = kUnbounded;
-  // Chunked attention: > 0 limits query i to the keys of its chunk, the keys j with
-  // floor(j / chunk) == floor((i + offset) / chunk).
+  // Chunked attention: chunk > 0 limits query i to the keys of its chunk, the keys j with
+  // floor(j / chunk) == floor((i + offset) / chunk). Divided by multiply and shift; the
+  // dividend is made non-negative by chunk_bias, a multiple of chunk >= every seqlen_q.
   int chunk = 0;
+  int chunk_bias = 0;
+  FastDivmod by_chunk;
+
+  // Host side: chunked attention for queries up to max_seqlen_q long (validated: the
+  // dividends stay below 2^31).
+  void set_chunk(int chunk_, int max_seqlen_q) {
+    chunk = chunk_;
+    if (chunk <= 0) return;
+    by_chunk = FastDivmod(static_cast<unsigned>(chunk));
+    chunk_bias = (max_seqlen_q + chunk - 1) / chunk * chunk;
+  }
 
   WF_HOST_DEVICE AttentionMask for_lengths(int seqlen_q_, int seqlen_k_) const {
     AttentionMask mask = *this;
@@ -39,19 +52,18 @@ struct AttentionMask {
   WF_HOST_DEVICE int diagonal_offset() const { return seqlen_k - seqlen_q; }
 
   WF_HOST_DEVICE int chunk_begin(int row) const {
-    int position = row + diagonal_offset();
-    int floor = position >= 0 ? position / chunk : -((chunk - 1 - position) / chunk);
-    return floor * chunk;
+    unsigned position = unsigned(row + diagonal_offset() + chunk_bias);
+    return int(by_chunk.div(position) * unsigned(chunk)) - chunk_bias;
   }
 
-  // First key query `row` sees (may be negative: none cut off).
+  // First key query `row` sees (>= 0).
   WF_HOST_DEVICE int key_begin(int row) const {
     int begin = window_left < kUnbounded ? row + diagonal_offset() - window_left : 0;
     if (chunk > 0) {
       int chunk_start = chunk_begin(row);
       begin = begin > chunk_start ? begin : chunk_start;
     }
-    return begin;
+    return begin > 0 ? begin : 0;
   }
 
   // One past the last key query `row` sees (<= key_begin(row): none).
@@ -73,9 +85,7 @@ struct AttentionMask {
   // The K/V blocks [begin, end) that some row of Q tile m_block sees; end <= begin: none.
   // Blocks outside a window are skipped, not masked.
   WF_HOST_DEVICE int n_block_begin(int m_block, int block_m, int block_n) const {
-    if (!has_left_bound()) return 0;
-    int begin = key_begin(m_block * block_m);
-    return begin <= 0 ? 0 : begin / block_n;
+    return has_left_bound() ? key_begin(m_block * block_m) / block_n : 0;
   }
   WF_HOST_DEVICE int n_block_end(int m_block, int block_m, int block_n) const {
     int end = has_right_bound() ? key_end((m_block + 1) * block_m - 1) : seqlen_k;

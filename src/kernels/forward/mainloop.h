@@ -192,7 +192,18 @@ struct ForwardMainloop {
     typename Traits::TiledMmaPV mma_pv;
     auto thr_qk = mma_qk.get_thread_slice(consumer_tid);
     auto thr_pv = mma_pv.get_thread_slice(consumer_tid);
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);
+    // d=256's Q operand has 16 K slices, each a 64-bit shared-memory descriptor: held
+    // through the loop they take 32 of the consumers' registers (the kernel spilled), so
+    // the descriptors are derived again for each block from an opaque copy of Q's address.
+    auto q_operand = [&] {
+      if constexpr (Traits::kHeadDim == 256) {
+        Element* q = storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>;
+        asm volatile("" : "+l"(q));
+        return thr_qk.partition_fragment_A(make_tensor(make_smem_ptr(q), typename Traits::SmemLayoutQ{}));
+      } else {
+        return thr_qk.partition_fragment_A(sQ);
+      }
+    };
     Tensor tSrK = thr_qk.partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, stage)
     Tensor tOrVt = thr_pv.partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, stage)
 
@@ -205,10 +216,9 @@ struct ForwardMainloop {
     Tensor acc_s_rc = rowcol_view(acc_s);
     Tensor acc_o_rc = rowcol_view(acc_o);
     int row_base = tile.m_block * Traits::kBlockM;
-    // Key limits once per row, then compares and a select per score: written as
+    // Key limits once per row, then one compare and select per score: written as
     // mask.visible(row, col) per element, the compiler branched around every score and
-    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md). The left
-    // bound only where the mask has one (a warp-uniform branch).
+    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
     // The mask is derived again for each block that may need it rather than held through
     // the loop (d=256's consumers have no registers for it; dense lengths are parameters).
     auto mask_block = [&](int n_block) {
@@ -221,16 +231,15 @@ struct ForwardMainloop {
       AttentionMask mask = tile_mask(params.seq_q, params.seq_k, params.mask, batch);
       if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
       int col_base = n_block * Traits::kBlockN;
-      bool left_bound = mask.has_left_bound();
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(acc_s_rc); ++r) {
         int row = row_base + get<0>(tScS_rc(r, 0));
-        int key_end = mask.key_end(row) - col_base;
-        int key_begin = left_bound ? mask.key_begin(row) - col_base : 0;
+        // Visible columns [begin, end) of the block: one unsigned compare per score.
+        int begin = mask.key_begin(row) - col_base, end = mask.key_end(row) - col_base;
+        unsigned width = end > begin ? unsigned(end - begin) : 0u;
         CUTLASS_PRAGMA_UNROLL
         for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-          int col = get<1>(tScS_rc(r, c));
-          if (col >= key_end || col < key_begin) acc_s_rc(r, c) = -INFINITY;
+          if (unsigned(get<1>(tScS_rc(r, c)) - begin) >= width) acc_s_rc(r, c) = -INFINITY;
         }
       }
     };
@@ -258,7 +267,7 @@ struct ForwardMainloop {
     int n_block = work.n_block_end - 1;
     pipeline_k.consumer_wait(read_k);
     pingpong.wait_turn();
-    warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
+    warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
     pingpong.pass_turn();
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_s);
@@ -279,7 +288,7 @@ struct ForwardMainloop {
       pipeline_k.consumer_wait(read_k);
       pipeline_v.consumer_wait(read_v);
       pingpong.wait_turn();
-      warpgroup_gemm</*kZeroInit=*/true>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), acc_s);
+      warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
       if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
       warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
       pingpong.pass_turn();

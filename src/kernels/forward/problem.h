@@ -24,7 +24,7 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
   AttentionMask mask;
   if (left >= 0 && left < args.shape.seqlen_k) mask.window_left = static_cast<int>(left);
   if (right >= 0 && right < args.shape.seqlen_q) mask.window_right = static_cast<int>(right);
-  mask.chunk = static_cast<int>(args.attention_chunk);
+  mask.set_chunk(static_cast<int>(args.attention_chunk), static_cast<int>(args.shape.seqlen_q));
   bool causal_order = mask.window_right == 0 && !mask.has_left_bound();
   return ForwardMask{mask, causal_order};
 }

@@ -36,12 +36,18 @@ struct ForwardTraits {
   // a thread for 384 threads, 128 for 512), so one warp of each role per quadrant must add
   // up to at most 3 x 168 = 504 (24 + 2 x 240) or 4 x 128 = 512 (32 + 3 x 160); with
   // 32 + 2 x 240 the consumers' setmaxnreg.inc waited forever (docs/perf-notes.md).
-  static constexpr int kProducerRegisters = 24;
+  // d=256's short kernel (O through the Q buffer) needs 32 for its producer thread's loop
+  // over Q and packed K/V coordinates, and its consumers fit in 232: 32 + 2 x 232 = 496.
+  static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
+  static constexpr int kProducerRegisters = kRoomyProducer ? 32 : 24;
   // d=256's consumers hold a 128-register O accumulator and have none to spare: they
   // compute the tile's coordinates again for the epilogue instead of holding them through
   // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
   static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
-  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
+  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? (kRoomyProducer ? 232 : 240) : 160;
+  static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
+                    (kConsumerWarpgroups == 2 ? 504 : 512),
+                "setmaxnreg budgets exceed the CTA's launch allocation");
   // Lazy rescaling of O (softmax.h) where O's rescale is most of the softmax's work: d=256
   // (128 FMULs a thread per 128 x 80 block against 40 exp2); +3-6% there, -5% for d=128
   // non-causal and up to -8% for d=64 causal 1k (docs/perf-notes.md).
