@@ -12,6 +12,8 @@
 #               LD_PRELOAD for it, e.g. a native-stack printer) and the wrapper overhead;
 #   benchmark   the side-by-side Python benchmark (benchmark.py) with plots; COMMIT names
 #               the code's commit (the device's copy of .git may be stale).
+#   features    varlen, window, softcap and sinks against FA3 / FA4 where installed
+#               (bench/features.py).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
 #               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16"; the
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 build=${1:?usage: scripts/device_round.sh BUILD [EXPERIMENT_BUILD...]}
 shift
-steps=${ROUND_STEPS:-check experiments python benchmark}
+steps=${ROUND_STEPS:-check experiments python benchmark features}
 results=$(mktemp -d)
 pack() { tar czf "${OUT:-.}/results.tgz" -C "$results" .; }
 trap pack EXIT
@@ -70,4 +72,8 @@ if has benchmark && python3 -c "import warpflash" 2>/dev/null; then
     ${COMMIT:+--commit "$COMMIT"} \
     --title "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)" > "$results/benchmark.log" 2>&1
   echo "benchmark rc=$?"; grep -E "geomean|^llama" "$results/benchmark.log"
+fi
+if has features && python3 -c "import warpflash" 2>/dev/null; then
+  timeout ${FEATURES_TIMEOUT:-300} python3 bench/features.py --csv "$results/features.csv" > "$results/features.log" 2>&1
+  echo "features rc=$?"; cat "$results/features.log"
 fi

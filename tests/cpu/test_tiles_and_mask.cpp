@@ -38,21 +38,23 @@ TEST(TileScheduler, CoversEveryTileExactlyOnce) {
       for (int causal = 0; causal < 2; ++causal) {
         for (int heads_batch : {21, 136, 600}) {
           for (int ctas : {1, 5, 47, 48, 132, 500}) {
-            int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
-            ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
-            scheduler.plan(ctas, block_m);
-            std::set<std::tuple<int, int, int>> seen;
-            size_t count = 0;
-            for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
-              for (TileCoord t : tiles) {
-                EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
-                            t.batch < heads_batch / 3);
-                seen.insert({t.m_block, t.head, t.batch});
-                ++count;
+            for (bool pair_heads : {true, false}) {
+              int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
+              ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
+              scheduler.plan(ctas, block_m, pair_heads);
+              std::set<std::tuple<int, int, int>> seen;
+              size_t count = 0;
+              for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
+                for (TileCoord t : tiles) {
+                  EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
+                              t.batch < heads_batch / 3);
+                  seen.insert({t.m_block, t.head, t.batch});
+                  ++count;
+                }
               }
+              EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
+              EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
             }
-            EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
-            EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
           }
         }
       }
@@ -232,6 +234,19 @@ TEST(TileScheduler, CausalWorkIsBalanced) {
       busiest = std::max(busiest, work);
     }
     EXPECT_LE(busiest, 1.05 * total / 132) << p.m_blocks << " m-blocks x " << p.heads_batch;
+  }
+}
+
+// Sequences of different lengths (varlen): no pairs, every tile in longest-first order.
+TEST(TileScheduler, VaryingLengthsGoLongestFirst) {
+  ForwardTileScheduler scheduler{64, 16, 4, true};
+  scheduler.plan(132, 128, /*pair_heads=*/false);
+  EXPECT_EQ(scheduler.paired_heads, 0);
+  int previous = 64;
+  for (unsigned index = 0; index < scheduler.num_tiles(); ++index) {
+    int m_block = scheduler.tile(index).m_block;
+    EXPECT_LE(m_block, previous) << index;
+    previous = m_block;
   }
 }
 

@@ -22,7 +22,8 @@ struct TileCoord {
 //   of a round share the K/V of a few heads in L2. With clusters of two CTAs (blockIdx.x
 //   2c and 2c+1), an even grid and an even m-block count, a cluster's CTAs get m-blocks
 //   2i and 2i+1 of one head in every round and share its K/V blocks by multicast.
-// - With a causal mask a tile's cost grows with its m_block. Two phases:
+// - With a causal mask a tile's cost grows with its m_block (and with sequences of
+//   different lengths, plan(..., pair_heads = false), the tail's order alone). Two phases:
 //   1. Pairs: m-blocks i and M-1-i of a head together cost M+1 blocks, so a CTA that
 //      takes such a pair (a "unit") does the same work as every other; units are dealt
 //      head by head, so the CTAs of a round read the K/V of a few heads and it stays in
@@ -61,18 +62,22 @@ struct ForwardTileScheduler {
 
   WF_HOST_DEVICE unsigned num_tiles() const { return unsigned(num_m_blocks) * unsigned(heads) * unsigned(batch); }
 
-  // Host side, for a grid of `ctas` CTAs and tiles of `block_m` rows.
-  void plan(int ctas, int block_m) {
+  // Host side, for a grid of `ctas` CTAs and tiles of `block_m` rows. pair_heads = false
+  // (sequences of different lengths: varlen, seqused) skips the pairs, whose costs assume
+  // one length, and orders every tile longest first: m-blocks from the last, which only the
+  // longest sequences have and which cost the most under a causal mask, with snake rounds.
+  void plan(int ctas, int block_m, bool pair_heads = true) {
     if (num_m_blocks == 0) return;
     by_m_blocks = FastDivmod(num_m_blocks);
     by_heads = FastDivmod(heads);
     by_pairs = FastDivmod(num_m_blocks / 2 > 0 ? num_m_blocks / 2 : 1);
     if (!causal) return;
     int64_t heads_batch = static_cast<int64_t>(heads) * batch;
-    tail_heads_together = block_m == 128 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
+    tail_heads_together = pair_heads && block_m == 128 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
                           num_tiles() >= 4u * ctas;
     int64_t tail_heads = (4 * static_cast<int64_t>(ctas) + num_m_blocks - 1) / num_m_blocks;
-    int64_t paired = tail_heads_together || heads_batch <= tail_heads ? 0 : heads_batch - tail_heads;
+    int64_t paired =
+        !pair_heads || tail_heads_together || heads_batch <= tail_heads ? 0 : heads_batch - tail_heads;
     paired_heads = static_cast<int>(paired & ~int64_t(1));
     paired_units = static_cast<int>(int64_t(paired_heads) / 2 * num_m_blocks);
     units_per_cta = paired_units / ctas;

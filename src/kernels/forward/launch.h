@@ -105,6 +105,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   auto gV = keys_empty ? gK : make_gmem_tensor<Traits>(args.v, rows_k, shape.heads_kv, batch_k);
 
   ForwardMask mask = forward_mask(args);
+  // Sequences of different lengths: tiles longest first (ForwardTileScheduler::plan).
+  bool lengths_vary = packed_q || packed_k || args.seqused_q != nullptr || args.seqused_k != nullptr;
   float softcap = args.softcap;
   typename Traits::Params params{
       make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),
@@ -127,7 +129,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k)},
       mask.mask,
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
-                           static_cast<int>(shape.heads_q), static_cast<int>(shape.batch), mask.causal_order},
+                           static_cast<int>(shape.heads_q), static_cast<int>(shape.batch),
+                           mask.causal_order || lengths_vary},
       {},       // tma_o, below
       nullptr,  // split_workspace, below
   };
@@ -163,7 +166,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   if (!status.ok()) return status;
   int ctas = static_cast<int>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count));
   if constexpr (Traits::kClusterM == 1) {
-    params.scheduler.plan(ctas, Traits::kBlockM);
+    params.scheduler.plan(ctas, Traits::kBlockM, !lengths_vary);
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
     return check_cuda(cudaGetLastError(), "forward_kernel launch");
   } else {
@@ -201,7 +204,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
         if (!status.ok()) return status;
       }
     }
-    params.scheduler.plan(ctas, Traits::kBlockM);
+    params.scheduler.plan(ctas, Traits::kBlockM, !lengths_vary);
     config.gridDim = dim3(unsigned(ctas));
     status = check_cuda(cudaLaunchKernelEx(&config, kernel, params), "forward_kernel launch");
     if (!status.ok() || !params.scheduler.split.active()) return status;

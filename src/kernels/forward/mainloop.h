@@ -192,11 +192,12 @@ struct ForwardMainloop {
     typename Traits::TiledMmaPV mma_pv;
     auto thr_qk = mma_qk.get_thread_slice(consumer_tid);
     auto thr_pv = mma_pv.get_thread_slice(consumer_tid);
-    // d=256's Q operand has 16 K slices, each a 64-bit shared-memory descriptor: held
-    // through the loop they take 32 of the consumers' registers (the kernel spilled), so
-    // the descriptors are derived again for each block from an opaque copy of Q's address.
+    // The Q operand's K slices are 64-bit shared-memory descriptors (16 for d=256): held
+    // through the loop they took the registers that d=256's and d=128's 128 x 160
+    // consumers lack (they spilled), so there the descriptors are derived again for each
+    // block from an opaque copy of Q's address.
     auto q_operand = [&] {
-      if constexpr (Traits::kHeadDim == 256) {
+      if constexpr (Traits::kRecomputeQDescriptors) {
         Element* q = storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>;
         asm volatile("" : "+l"(q));
         return thr_qk.partition_fragment_A(make_tensor(make_smem_ptr(q), typename Traits::SmemLayoutQ{}));

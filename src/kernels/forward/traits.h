@@ -44,6 +44,9 @@ struct ForwardTraits {
   // compute the tile's coordinates again for the epilogue instead of holding them through
   // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
   static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
+  // Where the consumers have no registers to hold Q's GMMA descriptors through the loop
+  // (mainloop.h, q_operand).
+  static constexpr bool kRecomputeQDescriptors = kHeadDim == 256 || kBlockN > 128;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? (kRoomyProducer ? 232 : 240) : 160;
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
