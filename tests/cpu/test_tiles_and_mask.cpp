@@ -331,6 +331,8 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
           EXPECT_EQ(begin, first_needed) << where;
           EXPECT_EQ(end, last_needed + 1) << where;
           for (int n = begin; n < end; ++n) {
+            bool by_thresholds = n >= mask.right_mask_begin(m, bm, bn) || n < mask.left_mask_end(m, bm, bn);
+            EXPECT_EQ(by_thresholds, mask.block_needs_mask(m, n, bm, bn)) << "block " << n << ", " << where;
             if (mask.block_needs_mask(m, n, bm, bn)) continue;
             for (int row = m * bm; row < (m + 1) * bm; ++row)
               for (int col = n * bn; col < (n + 1) * bn; ++col)

@@ -34,6 +34,8 @@ std::string python_dtype(at::ScalarType type) {
     case at::kDouble: return "torch.float64";
     case at::kHalf: return "torch.float16";
     case at::kBFloat16: return "torch.bfloat16";
+    case at::kInt: return "torch.int32";
+    case at::kLong: return "torch.int64";
     default: return std::string("torch.") + c10::toString(type);
   }
 }

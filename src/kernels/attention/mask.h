@@ -1,8 +1,9 @@
 // The attention mask as index arithmetic, shared by every kernel: which keys a query row
 // sees, which K/V blocks a Q tile visits, and which of those need per-element masking.
-// One runtime policy covers no mask, causal, sliding window and chunked attention (Llama
-// 4): query row i sees keys [key_begin(i), key_end(i)), bounds that never decrease with
-// i, so a tile's first row has the lowest bounds and its last row the highest.
+// Two policy types: CausalMask (none or causal, dense sequences) and AttentionMask (no
+// mask, causal, sliding window and chunked attention (Llama 4), per sequence, as runtime
+// values). Query row i sees keys [key_begin(i), key_end(i)), bounds that never decrease
+// with i, so a tile's first row has the lowest bounds and its last row the highest.
 #pragma once
 
 #include "kernels/attention/fast_divmod.h"
@@ -10,6 +11,30 @@
 
 namespace warpflash::kernels {
 
+// The plain policy: dense equal-length sequences with no mask or a causal one. What the
+// kernels ran before windows and varlen existed, kept as its own type so that problems
+// without them keep that loop (one limit per row, a few compares per block, all from the
+// kernel's parameters): the general policy below costs 4-10% there (docs/perf-notes.md).
+struct CausalMask {
+  int seqlen_q = 0;
+  int seqlen_k = 0;
+  bool causal = false;
+
+  WF_HOST_DEVICE int diagonal_offset() const { return seqlen_k - seqlen_q; }
+  // One past the last key that query `row` sees (<= 0: none).
+  WF_HOST_DEVICE int key_end(int row) const {
+    int causal_end = row + diagonal_offset() + 1;
+    return causal && causal_end < seqlen_k ? causal_end : seqlen_k;
+  }
+  WF_HOST_DEVICE int key_begin(int) const { return 0; }
+  WF_HOST_DEVICE bool block_needs_mask(int m_block, int n_block, int block_m, int block_n) const {
+    int last_col = (n_block + 1) * block_n - 1;
+    if (last_col >= seqlen_k) return true;
+    return causal && last_col > m_block * block_m + diagonal_offset();
+  }
+};
+
+// The general policy: any combination of causal, sliding window and chunk, per sequence.
 struct AttentionMask {
   // A window bound that limits nothing (FlashAttention's -1). Sequence lengths stay below
   // 2^30 (limits.h), so row + offset +- a bound fits in 32 bits.
@@ -100,6 +125,18 @@ struct AttentionMask {
     if (end_col > seqlen_k) return true;
     if (has_right_bound() && end_col > key_end(m_block * block_m)) return true;
     return has_left_bound() && first_col < key_begin((m_block + 1) * block_m - 1);
+  }
+
+  // The same as two thresholds per tile, for a loop that holds them instead of deriving
+  // the mask per block: block n needs masking when n >= right_mask_begin(...) (it crosses
+  // the end of the keys or the first row's right bound) or n < left_mask_end(...).
+  WF_HOST_DEVICE int right_mask_begin(int m_block, int block_m, int block_n) const {
+    int end = has_right_bound() ? key_end(m_block * block_m) : seqlen_k;
+    end = end < seqlen_k ? end : seqlen_k;
+    return end <= 0 ? 0 : end / block_n;
+  }
+  WF_HOST_DEVICE int left_mask_end(int m_block, int block_m, int block_n) const {
+    return has_left_bound() ? (key_begin((m_block + 1) * block_m - 1) + block_n - 1) / block_n : 0;
   }
 };
 

@@ -14,7 +14,12 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-template <class Traits>
+// Mask: CausalMask for the plain problems (dense equal-length sequences, no mask or a
+// causal one, no softcap: params.plain) or AttentionMask for all others. Two kernels per
+// instance, not one with both loops: each gets its own register allocation, and the plain
+// one keeps the code (and the speed) it had before windows and varlen, which in one
+// kernel with the general loop lost 4-10% (docs/perf-notes.md).
+template <class Traits, class Mask>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
   using Mainloop = ForwardMainloop<Traits>;
@@ -132,8 +137,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (kWarpSpecialization) {
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work, round, consumer_tid,
-                        acc_o, softmax, [](int) {});
+          Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work,
+                                       round, consumer_tid, acc_o, softmax, [](int) {});
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
@@ -146,8 +151,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
               load_kv(work.n_block_end - 1 - i, write);
             }
           }
-          Mainloop::mma(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work, round, consumer_tid,
-                        acc_o, softmax, [&](int n_block) {
+          Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work,
+                                       round, consumer_tid, acc_o, softmax, [&](int n_block) {
                           if (is_consumer_that_loads && n_block - Traits::kStages >= work.n_block_begin) {
                             load_kv(n_block - Traits::kStages, write);
                           }

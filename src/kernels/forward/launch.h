@@ -125,6 +125,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       static_cast<float>((softcap > 0.f ? softcap : softmax_scale) * M_LOG2E),
       softcap > 0.f ? softmax_scale / softcap : 0.f,
       args.learnable_sink,
+      plain_problem(args),
       SequenceLengths{args.cu_seqlens_q, args.seqused_q, static_cast<int>(shape.seqlen_q), static_cast<int>(args.total_q)},
       SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k)},
       mask.mask,
@@ -141,19 +142,21 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
                                  Shape<_64, typename Traits::HeadDim>{}, _1{});
   }
 
-  auto kernel = forward_kernel<Traits>;
-  // The shared-memory opt-in is a per-device attribute of the kernel: set it once per device.
-  static std::atomic<uint64_t> configured_devices{0};
+  // The plain kernel or the general one (kernel.h).
+  auto kernel = params.plain ? forward_kernel<Traits, CausalMask> : forward_kernel<Traits, AttentionMask>;
+  // The shared-memory opt-in is a per-device attribute of each kernel: set it once per device.
+  static std::atomic<uint64_t> configured_devices[2] = {};
+  std::atomic<uint64_t>& configured = configured_devices[params.plain ? 0 : 1];
   int device = 0;
   Status status = check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
   uint64_t device_bit = device < 64 ? uint64_t(1) << device : 0;
-  if (!(configured_devices.load(std::memory_order_relaxed) & device_bit)) {
+  if (!(configured.load(std::memory_order_relaxed) & device_bit)) {
     status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Traits::kSharedMemoryBytes),
                         "cudaFuncSetAttribute(forward_kernel)");
     if (!status.ok()) return status;
-    configured_devices.fetch_or(device_bit, std::memory_order_relaxed);
+    configured.fetch_or(device_bit, std::memory_order_relaxed);
   }
   // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory); the tile
   // scheduler deals the tiles out.

@@ -179,7 +179,9 @@ struct ForwardMainloop {
   // work.n_block_end). Leaves the unnormalized O in acc_o; the caller finalizes the softmax.
   // after_block(n_block) runs once this thread has released K/V block n_block (the kernel
   // without warp specialization loads there).
-  template <class AccO, class Softmax, class Pingpong, class AfterBlock>
+  // Mask: CausalMask (the plain kernel: no softcap, nothing per sequence) or AttentionMask
+  // (kernel.h).
+  template <class Mask, class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineKV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
                               unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
@@ -196,8 +198,9 @@ struct ForwardMainloop {
     // through the loop they took the registers that d=256's and d=128's 128 x 160
     // consumers lack (they spilled), so there the descriptors are derived again for each
     // block from an opaque copy of Q's address.
+    constexpr bool kGeneralMask = std::is_same_v<Mask, AttentionMask>;
     auto q_operand = [&] {
-      if constexpr (Traits::kRecomputeQDescriptors) {
+      if constexpr (Traits::kRecomputeQDescriptors && kGeneralMask) {
         Element* q = storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>;
         asm volatile("" : "+l"(q));
         return thr_qk.partition_fragment_A(make_tensor(make_smem_ptr(q), typename Traits::SmemLayoutQ{}));
@@ -220,33 +223,65 @@ struct ForwardMainloop {
     // Key limits once per row, then one compare and select per score: written as
     // mask.visible(row, col) per element, the compiler branched around every score and
     // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
-    // The mask is derived again for each block that may need it rather than held through
-    // the loop (d=256's consumers have no registers for it; dense lengths are parameters).
-    auto mask_block = [&](int n_block) {
-      int batch = tile.batch;
-      if constexpr (Traits::kRecomputeTileForEpilogue) {  // nor the batch: from the tile index
-        unsigned tile_index = index;
-        asm volatile("" : "+r"(tile_index));
-        batch = params.scheduler.tile(tile_index).batch;
+    // The general mask: which blocks need masking are two thresholds per tile (mask.h),
+    // compared per block, and the mask itself is derived again only in such a block, not
+    // held through the loop (d=256's consumers have no registers for it).
+    // (Not in d=64's three consumer warpgroups of 160 registers: holding the thresholds
+    // spilled there; they test each block instead.)
+    constexpr bool kHoldThresholds = kGeneralMask && Traits::kConsumerWarpgroups == 2;
+    int right_mask_begin = 0, left_mask_end = 0;
+    if constexpr (kHoldThresholds) {
+      AttentionMask const mask = tile_mask(params.seq_q, params.seq_k, params.mask, tile.batch);
+      right_mask_begin = mask.right_mask_begin(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+      left_mask_end = mask.left_mask_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+    }
+    auto mask_of_tile = [&] {
+      if constexpr (kGeneralMask) {
+        int batch = tile.batch;
+        if constexpr (Traits::kRecomputeTileForEpilogue) {  // nor the batch: from the tile index
+          unsigned tile_index = index;
+          asm volatile("" : "+r"(tile_index));
+          batch = params.scheduler.tile(tile_index).batch;
+        }
+        return tile_mask(params.seq_q, params.seq_k, params.mask, batch);
+      } else {
+        return CausalMask{params.seq_q.seqlen, params.seq_k.seqlen, params.mask.window_right == 0};
       }
-      AttentionMask mask = tile_mask(params.seq_q, params.seq_k, params.mask, batch);
-      if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+    };
+    auto mask_block = [&](int n_block) {
+      if constexpr (kHoldThresholds) {
+        if (n_block < right_mask_begin && n_block >= left_mask_end) return;
+      }
+      Mask const mask = mask_of_tile();
+      if constexpr (!kHoldThresholds) {
+        if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+      }
       int col_base = n_block * Traits::kBlockN;
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < size<0>(acc_s_rc); ++r) {
         int row = row_base + get<0>(tScS_rc(r, 0));
-        // Visible columns [begin, end) of the block: one unsigned compare per score.
-        int begin = mask.key_begin(row) - col_base, end = mask.key_end(row) - col_base;
-        unsigned width = end > begin ? unsigned(end - begin) : 0u;
-        CUTLASS_PRAGMA_UNROLL
-        for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-          if (unsigned(get<1>(tScS_rc(r, c)) - begin) >= width) acc_s_rc(r, c) = -INFINITY;
+        int key_end = mask.key_end(row) - col_base;
+        if constexpr (kGeneralMask) {
+          // Visible columns [begin, end) of the block: one unsigned compare per score.
+          int begin = mask.key_begin(row) - col_base;
+          unsigned width = key_end > begin ? unsigned(key_end - begin) : 0u;
+          CUTLASS_PRAGMA_UNROLL
+          for (int c = 0; c < size<1>(acc_s_rc); ++c) {
+            if (unsigned(get<1>(tScS_rc(r, c)) - begin) >= width) acc_s_rc(r, c) = -INFINITY;
+          }
+        } else {
+          CUTLASS_PRAGMA_UNROLL
+          for (int c = 0; c < size<1>(acc_s_rc); ++c) {
+            if (get<1>(tScS_rc(r, c)) >= key_end) acc_s_rc(r, c) = -INFINITY;
+          }
         }
       }
     };
     // Softcap before the mask (tanh(-inf) would not stay -inf).
     auto scores_of_block = [&](int n_block, bool may_need_mask) {
-      if (params.softcap_prescale > 0.f) apply_softcap(acc_s, params.softcap_prescale);
+      if constexpr (kGeneralMask) {
+        if (params.softcap_prescale > 0.f) apply_softcap(acc_s, params.softcap_prescale);
+      }
       if (may_need_mask) mask_block(n_block);
     };
     // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.

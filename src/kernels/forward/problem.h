@@ -39,3 +39,16 @@ inline bool uniform_tiles(ForwardArgs const& args) {
 }
 
 }  // namespace warpflash::kernels
+
+namespace warpflash::kernels {
+
+// Dense equal-length sequences, no mask or a causal one (no left bound, no chunk, right
+// bound 0 or none) and no softcap: the kernels run their plain loop (CausalMask).
+inline bool plain_problem(ForwardArgs const& args) {
+  AttentionMask mask = forward_mask(args).mask;
+  bool causal_or_none = !mask.has_left_bound() && (mask.window_right == 0 || !mask.has_right_bound());
+  return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
+         args.seqused_k == nullptr && causal_or_none && !(args.softcap > 0.f);
+}
+
+}  // namespace warpflash::kernels

@@ -172,6 +172,9 @@ struct ForwardTraits {
     float scale_log2;
     float softcap_prescale;
     float const* sinks;  // may be null: one logit per query head (natural-log units)
+    // Dense equal-length sequences, no mask or a causal one, no softcap: the loop with
+    // CausalMask (kernel.h).
+    bool plain;
     SequenceLengths seq_q;
     SequenceLengths seq_k;
     AttentionMask mask;  // window and chunk; sequence lengths set per tile (tile_work)
