@@ -27,6 +27,15 @@ struct CausalMask {
     return causal && causal_end < seqlen_k ? causal_end : seqlen_k;
   }
   WF_HOST_DEVICE int key_begin(int) const { return 0; }
+  // One past the last K/V block that any row of the Q tile sees (0: the tile sees none).
+  WF_HOST_DEVICE int n_block_end(int m_block, int block_m, int block_n) const {
+    int key_end = seqlen_k;
+    if (causal) {
+      int last_row_end = (m_block + 1) * block_m + diagonal_offset();
+      key_end = key_end < last_row_end ? key_end : last_row_end;
+    }
+    return key_end <= 0 ? 0 : (key_end + block_n - 1) / block_n;
+  }
   WF_HOST_DEVICE bool block_needs_mask(int m_block, int n_block, int block_m, int block_n) const {
     int last_col = (n_block + 1) * block_n - 1;
     if (last_col >= seqlen_k) return true;

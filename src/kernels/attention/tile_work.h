@@ -3,6 +3,8 @@
 // the tile's coordinates, so none passes it to another.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/attention/host_device.h"
 #include "kernels/attention/mask.h"
 #include "kernels/attention/seqlen.h"
@@ -27,9 +29,17 @@ WF_HOST_DEVICE AttentionMask tile_mask(SequenceLengths const& seq_q, SequenceLen
 
 // A tile whose rows all lie past its query sequence (varlen and seqused grids are sized
 // for the longest) or that sees no key visits no block.
-template <int kBlockM, int kBlockN>
+// With Mask = CausalMask (the plain kernels: dense equal-length sequences, no mask or a
+// causal one) only the parameters' lengths and the causal block range, as before the
+// general policy existed.
+template <int kBlockM, int kBlockN, class Mask = AttentionMask>
 WF_HOST_DEVICE TileWork tile_work(SequenceLengths const& seq_q, SequenceLengths const& seq_k,
                                   AttentionMask const& mask, int m_block, int batch) {
+  if constexpr (std::is_same_v<Mask, CausalMask>) {
+    CausalMask plain{seq_q.seqlen, seq_k.seqlen, mask.window_right == 0};
+    return TileWork{mask.for_lengths(seq_q.seqlen, seq_k.seqlen), 0, 0, 0,
+                    plain.n_block_end(m_block, kBlockM, kBlockN)};
+  }
   SequenceLengths::Sequence q = seq_q.of(batch), k = seq_k.of(batch);
   TileWork work{mask.for_lengths(q.length, k.length), q.offset, k.offset, 0, 0};
   if (m_block * kBlockM < q.length) {

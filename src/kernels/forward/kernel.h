@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       unsigned index = scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
       if (index >= scheduler.num_tiles()) break;  // from the parameters each time: no register held
       TileCoord tile = scheduler.tile(index);
-      TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN>(params.seq_q, params.seq_k, params.mask,
+      TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask,
                                                                    tile.m_block, tile.batch);
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, work.n_block_begin, work.n_block_end);
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if constexpr (Traits::kRecomputeTileForEpilogue) {
         asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
         tile = scheduler.tile(index);
-        work = tile_work<Traits::kBlockM, Traits::kBlockN>(params.seq_q, params.seq_k, params.mask, tile.m_block,
+        work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask, tile.m_block,
                                                            tile.batch);
       }
       // A split tile's sink joins once, in the merge of its pieces (split_combine.cu).
