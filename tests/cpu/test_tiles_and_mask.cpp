@@ -368,6 +368,40 @@ TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
   EXPECT_TRUE(SequenceLengths{}.uniform());
 }
 
+// Only dense equal-length problems without mask or sinks run on the clustered kernels
+// (and split their last round); only dense ones without softcap and with no mask or a
+// causal one run the plain kernels.
+TEST(DispatchTable, UniformAndPlainProblems) {
+  ForwardArgs args;
+  args.shape = {1, 1000, 1000, 4, 4, 128};
+  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.causal = true;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.window_left = 100;
+  EXPECT_FALSE(plain_problem(args));
+  args = ForwardArgs{};
+  args.shape = {1, 1000, 1000, 4, 4, 128};
+  float sink = 0.f;
+  args.learnable_sink = &sink;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.learnable_sink = nullptr;
+  args.softcap = 30.f;
+  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_FALSE(plain_problem(args));
+  args.softcap = 0.f;
+  int cu[2] = {0, 1000};
+  args.cu_seqlens_k = cu;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_FALSE(plain_problem(args));
+  args.cu_seqlens_k = nullptr;
+  args.window_right = 2000;  // past every key: no bound at all
+  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+}
+
 // Whatever the problem, forward_variant() picks a kernel the build compiled (the table is
 // generated from kernels.manifest): a head dim that is compiled serves every problem.
 TEST(DispatchTable, EveryPickedVariantIsCompiled) {

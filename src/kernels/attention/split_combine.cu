@@ -37,14 +37,11 @@ __global__ void split_combine_kernel(SplitCombineParams const params) {
   };
   auto piece_lse = [&](int worker) { return piece_slot(worker)[params.block_m * params.head_dim + row_in_tile]; };
 
-  // A learnable sink is one more term of the denominator, without a value row.
-  float const sink = params.sinks == nullptr ? -INFINITY : params.sinks[tile.head];
-  float lse_max = sink;
+  float lse_max = -INFINITY;
   for (int w = first_worker; w < end_worker; ++w) lse_max = fmaxf(lse_max, piece_lse(w));
   float sum = 0.f;
   if (lse_max != -INFINITY) {
     for (int w = first_worker; w < end_worker; ++w) sum += expf(piece_lse(w) - lse_max);
-    sum += expf(sink - lse_max);
   }
   float const lse = lse_max == -INFINITY ? -INFINITY : lse_max + logf(sum);
 

@@ -24,7 +24,6 @@ struct SplitCombineParams {
   int64_t o_seqlen_stride;
   int64_t o_head_stride;
   float* lse;  // may be null
-  float const* sinks;  // may be null: per head, joins the merged denominator
 };
 
 // Element: cutlass::bfloat16_t or cutlass::half_t (split_combine.cu).

@@ -167,10 +167,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask, tile.m_block,
                                                            tile.batch);
       }
-      // A split tile's sink joins once, in the merge of its pieces (split_combine.cu).
-      bool with_sink = params.sinks != nullptr;
-      if constexpr (Traits::kSplitTail) with_sink &= !scheduler.split.in_tail(round);
-      softmax.finalize(acc_o_rc, lse, with_sink ? params.sinks[tile.head] * float(M_LOG2E) : -INFINITY);
+      // (Sinks never reach a split tile: uniform_tiles() keeps them off the clustered kernels.)
+      softmax.finalize(acc_o_rc, lse, params.sinks == nullptr ? -INFINITY : params.sinks[tile.head] * float(M_LOG2E));
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) {
           ForwardEpilogue<Traits>::store_piece(params, scheduler.split.slot(blockIdx.x, round), consumer_tid, lse,

@@ -81,8 +81,7 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
                             args.o.batch_stride,
                             args.o.seqlen_stride,
                             args.o.head_stride,
-                            args.lse,
-                            args.learnable_sink};
+                            args.lse};
 }
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side.

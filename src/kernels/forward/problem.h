@@ -31,11 +31,13 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
 
 // Dense equal-length sequences without a mask: every tile visits every K/V block. Only
 // such problems may run on the clustered kernels (both CTAs of a cluster need the same
-// blocks) and split their last round.
+// blocks) and split their last round. Not with sinks either: a split tile's pieces would
+// each count the sink (the merge does not add it).
 inline bool uniform_tiles(ForwardArgs const& args) {
   AttentionMask mask = forward_mask(args).mask;
   return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
-         args.seqused_k == nullptr && !mask.has_left_bound() && !mask.has_right_bound();
+         args.seqused_k == nullptr && !mask.has_left_bound() && !mask.has_right_bound() &&
+         args.learnable_sink == nullptr;
 }
 
 }  // namespace warpflash::kernels
