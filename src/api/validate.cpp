@@ -113,12 +113,12 @@ Status validate_forward(const ForwardArgs& args) {
     }
     if (!(status = check_range(side.total_name, side.total, 0, limits::kMaxSeqlen)).ok()) return status;
   }
-  const std::pair<const char*, const void*> int_arrays[] = {{"cu_seqlens_q", args.cu_seqlens_q},
+  const std::pair<const char*, const void*> four_byte_arrays[] = {{"cu_seqlens_q", args.cu_seqlens_q},
                                                             {"cu_seqlens_k", args.cu_seqlens_k},
                                                             {"seqused_q", args.seqused_q},
                                                             {"seqused_k", args.seqused_k},
                                                             {"learnable_sink", args.learnable_sink}};
-  for (const auto& [name, pointer] : int_arrays) {
+  for (const auto& [name, pointer] : four_byte_arrays) {
     if (reinterpret_cast<uintptr_t>(pointer) % 4 != 0) {
       return invalid(concat(name, " = ", Hex{reinterpret_cast<uintptr_t>(pointer)},
                             " is not 4-byte aligned (an int32 or fp32 array is required)"));

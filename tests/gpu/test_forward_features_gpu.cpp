@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/dtype_bits.h"
 #include "common/hopper_gpu.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
@@ -21,6 +22,9 @@ namespace warpflash {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::from_bits;
+using testing::kPoison;
+using testing::to_bits;
 
 struct Case {
   const char* name;
@@ -55,15 +59,7 @@ const Case kCases[] = {
 
 using Param = std::tuple<DType, int, Case>;
 
-uint16_t to_bits(DType dtype, float x) {
-  return dtype == DType::kBFloat16 ? reference::float_to_bfloat16_bits(x) : reference::float_to_half_bits(x);
-}
-float from_bits(DType dtype, uint16_t bits) {
-  return dtype == DType::kBFloat16 ? reference::bfloat16_bits_to_float(bits) : reference::half_bits_to_float(bits);
-}
-
 constexpr int64_t kGuard = 64;
-constexpr uint16_t kPoison = 0x7fff;  // NaN in both fp16 and bf16
 
 // Rows of (heads, head_dim) one after the other: packed sequences, or a dense batch
 // (which has the same storage). Random values rounded to the dtype, kept as doubles.

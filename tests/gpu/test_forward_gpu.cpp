@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/dtype_bits.h"
 #include "common/hopper_gpu.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
@@ -22,6 +23,9 @@ void PrintTo(DType dtype, std::ostream* out) { *out << dtype_name(dtype); }
 namespace {
 
 using testing::DeviceBuffer;
+using testing::from_bits;
+using testing::kPoison;
+using testing::to_bits;
 
 struct Shape {
   int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
@@ -66,19 +70,11 @@ void PrintTo(const Shape& s, std::ostream* out) {
        << s.heads_q << "/" << s.heads_kv << (s.strided ? ", strided" : "") << (s.workspace ? "" : ", no workspace");
 }
 
-uint16_t to_bits(DType dtype, float x) {
-  return dtype == DType::kBFloat16 ? reference::float_to_bfloat16_bits(x) : reference::float_to_half_bits(x);
-}
-float from_bits(DType dtype, uint16_t bits) {
-  return dtype == DType::kBFloat16 ? reference::bfloat16_bits_to_float(bits) : reference::half_bits_to_float(bits);
-}
-
 // A (batch, seqlen, heads, head_dim) tensor: dense double values for the reference and
 // the 16-bit storage the GPU reads, in either layout, with a poisoned guard region
 // around the data and in the padding, to catch writes out of bounds.
 struct StridedTensor {
   static constexpr int64_t kGuard = 64;    // elements before and after
-  static constexpr uint16_t kPoison = 0x7fff;  // NaN in both fp16 and bf16
   int64_t batch, seqlen, heads, head_dim;
   TensorView4d view;  // data filled in once the buffer exists
   std::vector<uint16_t> storage;
@@ -200,7 +196,7 @@ TEST_P(ForwardGpuTest, MatchesReference) {
           o_dense[o.dense_index(b, s, h, d)] = from_bits(dtype, o_out[o.offset(b, s, h, d)]);
         }
   for (size_t i = 0; i < o_out.size(); ++i) {
-    if (!is_output[i]) ASSERT_EQ(o_out[i], StridedTensor::kPoison) << "write outside O at storage index " << i;
+    if (!is_output[i]) ASSERT_EQ(o_out[i], kPoison) << "write outside O at storage index " << i;
   }
 
   // FlashAttention's criterion: within 2x of the error that attention computed in the

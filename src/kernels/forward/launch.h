@@ -105,7 +105,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
 
   ForwardMask mask = forward_mask(args);
   // Sequences of different lengths: tiles longest first (ForwardTileScheduler::plan).
-  bool lengths_vary = packed_q || packed_k || args.seqused_q != nullptr || args.seqused_k != nullptr;
+  bool lengths_vary = !dense_equal_lengths(args);
   float softcap = args.softcap;
   typename Traits::Params params{
       make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),

@@ -2,8 +2,6 @@
 // (shared by the launcher, validation and the choice of kernel).
 #pragma once
 
-#include <algorithm>
-
 #include "kernels/attention/mask.h"
 #include "warpflash/forward.h"
 
@@ -29,28 +27,28 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
   return ForwardMask{mask, causal_order};
 }
 
+// Dense sequences, all seqlen long: no cu_seqlens, no seqused.
+inline bool dense_equal_lengths(ForwardArgs const& args) {
+  return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
+         args.seqused_k == nullptr;
+}
+
 // Dense equal-length sequences without a mask: every tile visits every K/V block. Only
 // such problems may run on the clustered kernels (both CTAs of a cluster need the same
 // blocks) and split their last round. Not with sinks either: a split tile's pieces would
 // each count the sink (the merge does not add it).
 inline bool uniform_tiles(ForwardArgs const& args) {
   AttentionMask mask = forward_mask(args).mask;
-  return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
-         args.seqused_k == nullptr && !mask.has_left_bound() && !mask.has_right_bound() &&
+  return dense_equal_lengths(args) && !mask.has_left_bound() && !mask.has_right_bound() &&
          args.learnable_sink == nullptr;
 }
-
-}  // namespace warpflash::kernels
-
-namespace warpflash::kernels {
 
 // Dense equal-length sequences, no mask or a causal one (no left bound, no chunk, right
 // bound 0 or none) and no softcap: the kernels run their plain loop (CausalMask).
 inline bool plain_problem(ForwardArgs const& args) {
   AttentionMask mask = forward_mask(args).mask;
   bool causal_or_none = !mask.has_left_bound() && (mask.window_right == 0 || !mask.has_right_bound());
-  return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
-         args.seqused_k == nullptr && causal_or_none && !(args.softcap > 0.f);
+  return dense_equal_lengths(args) && causal_or_none && !(args.softcap > 0.f);
 }
 
 }  // namespace warpflash::kernels
