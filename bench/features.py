@@ -11,10 +11,12 @@ Workloads (hidden 2048: heads = 2048 / head_dim, BF16):
            causal and not; also equal lengths through the varlen entry against the dense one.
   window   seqlen 16k, window (4096, 0), d 128: TFLOP/s counts the visible scores only.
   options  softcap 30 and learnable sinks against the plain kernel at d 128, seqlen 8k.
-FLOPs = 4 * visible scores * head_dim. Timing: CUDA events, median of --iters launches
+  headdims d 96, 192 and 192 with d_v 128 (DeepSeek-V3) at seqlen 8k and 16k, causal
+           and not (heads = 2048 // head_dim).
+FLOPs = 2 * visible scores * (head_dim + head_dim_v). Timing: CUDA events, median of --iters launches
 after --warmup, the implementations interleaved per configuration, --repeats times.
 
-    python3 bench/features.py --csv features.csv
+    python3 bench/features.py --csv features.csv [--sections varlen,window,options,headdims]
 """
 import argparse
 import sys
@@ -96,8 +98,9 @@ def run(args):
         return ms
 
     dtype = torch.bfloat16
+    sections = set(args.sections.split(","))
     # Variable length.
-    for head_dim in (64, 128):
+    for head_dim in (64, 128) if "varlen" in sections else ():
         heads = HIDDEN // head_dim
         for causal in (False, True):
             for kind, lengths in (("random 128..8k", random_lengths(args.seed)), ("equal 2k", [2048] * 8)):
@@ -122,7 +125,26 @@ def run(args):
 
     # Sliding window against the causal kernel of the same size.
     head_dim, heads, seqlen = 128, 16, 16384
-    q, k, v = (torch.randn(1, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+    if "window" in sections:
+        window_section(q_shape=(1, seqlen, heads, head_dim), bench=bench, found=found)
+    if "options" in sections:
+        options_section(heads, head_dim, bench=bench, found=found)
+    if "headdims" in sections:
+        head_dims_section(bench=bench, found=found)
+
+    if args.csv:
+        with open(args.csv, "w") as out:
+            out.write("config,impl,ms_median,tflops\n")
+            for label, name, ms, tf in rows:
+                out.write(f"{label},{name},{ms:.5f},{tf:.1f}\n")
+
+
+def window_section(q_shape, bench, found):
+    import warpflash
+
+    dtype = torch.bfloat16
+    _, seqlen, heads, head_dim = q_shape
+    q, k, v = (torch.randn(q_shape, device="cuda", dtype=dtype) for _ in range(3))
     flops = 4 * visible_scores([seqlen], True, 4096) * head_dim * heads
     impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True, window_size=(4096, -1))}
     if "fa4" in found:
@@ -131,7 +153,13 @@ def run(args):
     bench("causal 16k d128 (the same kernel, every block)", 4 * visible_scores([seqlen], True) * head_dim * heads,
           {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True)})
 
-    # Softcap and sinks against the plain kernel.
+
+
+def options_section(heads, head_dim, bench, found):
+    """Softcap and sinks against the plain kernel."""
+    import warpflash
+
+    dtype = torch.bfloat16
     seqlen, batch = 8192, 2
     q, k, v = (torch.randn(batch, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
     sink = torch.randn(heads, device="cuda")
@@ -147,11 +175,28 @@ def run(args):
             impls["fa3_softcap"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal, softcap=30.0)
         bench(f"options 8k d128 {'causal' if causal else 'full'}", flops, impls)
 
-    if args.csv:
-        with open(args.csv, "w") as out:
-            out.write("config,impl,ms_median,tflops\n")
-            for label, name, ms, tf in rows:
-                out.write(f"{label},{name},{ms:.5f},{tf:.1f}\n")
+
+def head_dims_section(bench, found):
+    """The head dims of Phi (96) and DeepSeek-V3's prefill (192, with d_v 128)."""
+    import warpflash
+
+    dtype = torch.bfloat16
+    for head_dim, head_dim_v in ((96, 96), (192, 192), (192, 128)):
+        heads = HIDDEN // head_dim
+        for seqlen in (8192, 16384):
+            batch = TOKENS // seqlen
+            q, k = (torch.randn(batch, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(2))
+            v = torch.randn(batch, seqlen, heads, head_dim_v, device="cuda", dtype=dtype)
+            for causal in (False, True):
+                flops = batch * 2 * visible_scores([seqlen], causal) * (head_dim + head_dim_v) * heads
+                impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=causal)}
+                if "fa3" in found:
+                    impls["fa3"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal)
+                if "fa4" in found:
+                    impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=causal)
+                dims = f"d{head_dim}" + (f"/{head_dim_v}" if head_dim_v != head_dim else "")
+                bench(f"headdims {dims} {seqlen // 1024}k {'causal' if causal else 'full'} (batch {batch}, "
+                      f"heads {heads})", flops, impls)
 
 
 def main(argv=None):
@@ -161,6 +206,8 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--csv")
+    p.add_argument("--sections", default="varlen,window,options,headdims",
+                   help="comma-separated: varlen, window, options, headdims")
     run(p.parse_args(argv))
 
 

@@ -14,7 +14,8 @@ namespace warpflash {
 
 // Sizes of one attention problem. Q has heads_q heads, K and V have heads_kv
 // (GQA/MQA: heads_q must be a multiple of heads_kv; Q head h reads KV head
-// h / (heads_q / heads_kv)).
+// h / (heads_q / heads_kv)). head_dim is Q's and K's; V and O have head_dim_v (0: the
+// same), e.g. 192 and 128 for DeepSeek-V3's prefill.
 struct AttentionShape {
   int64_t batch = 0;
   int64_t seqlen_q = 0;
@@ -22,6 +23,8 @@ struct AttentionShape {
   int64_t heads_q = 0;
   int64_t heads_kv = 0;
   int64_t head_dim = 0;
+  int64_t head_dim_v = 0;
+  int64_t value_head_dim() const { return head_dim_v != 0 ? head_dim_v : head_dim; }
 };
 
 // Arguments of forward(). Fields are added at the end with defaults that keep the old
@@ -31,8 +34,8 @@ struct ForwardArgs {
   AttentionShape shape;
   TensorView4d q;  // (batch, seqlen_q, heads_q, head_dim), read only
   TensorView4d k;  // (batch, seqlen_k, heads_kv, head_dim), read only
-  TensorView4d v;  // (batch, seqlen_k, heads_kv, head_dim), read only
-  TensorView4d o;  // (batch, seqlen_q, heads_q, head_dim), written
+  TensorView4d v;  // (batch, seqlen_k, heads_kv, head_dim_v), read only
+  TensorView4d o;  // (batch, seqlen_q, heads_q, head_dim_v), written
   // Optional fp32 output, contiguous (batch, heads_q, seqlen_q), natural log.
   float* lse = nullptr;
   // Scale applied to Q K^T before the softmax; default 1 / sqrt(head_dim).
@@ -102,7 +105,13 @@ size_t forward_workspace_bytes(const ForwardArgs& args);
 // Checks the arguments of forward() without touching the GPU.
 Status validate_forward(const ForwardArgs& args);
 
-// What this build compiled: head dims for a dtype, ascending.
+// What this build compiled for a dtype, ascending: the head dims with head_dim_v ==
+// head_dim, and every (head_dim, head_dim_v) pair.
 std::vector<int> compiled_head_dims(DType dtype);
+struct HeadDims {
+  int qk;  // of Q and K
+  int v;   // of V and O
+};
+std::vector<HeadDims> compiled_head_dim_pairs(DType dtype);
 
 }  // namespace warpflash

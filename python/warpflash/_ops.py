@@ -8,7 +8,7 @@ from warpflash import _C  # registers torch.ops.warpflash
 @torch.library.register_fake("warpflash::forward")
 def _forward_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                   softmax_scale, causal, window_left, window_right, attention_chunk, softcap, learnable_sink):
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    out = torch.empty((*q.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # V's head dim
     if cu_seqlens_q is not None:  # packed: (total_q, heads, head_dim) -> lse (heads, total_q)
         lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
     else:

@@ -36,9 +36,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
                     softcap=0.0, attention_chunk=0, learnable_sink=None):
     """Exact attention softmax(q k^T * softmax_scale) v on a Hopper GPU.
 
-    q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim),
-    float16 or bfloat16, head_dim 64, 128 or 256, last dimension contiguous; heads_q a
-    multiple of heads_kv (GQA/MQA). softmax_scale defaults to 1/sqrt(head_dim). causal
+    q, k: (batch, seqlen_q / seqlen_k, heads_q / heads_kv, head_dim); v: (batch, seqlen_k,
+    heads_kv, head_dim_v); float16 or bfloat16; head_dim 64, 96, 128, 192 or 256 with
+    head_dim_v = head_dim, or 192 with head_dim_v 128 (DeepSeek-V3); last dimension
+    contiguous; heads_q a multiple of heads_kv (GQA/MQA). softmax_scale defaults to 1/sqrt(head_dim). causal
     masks align to the bottom-right corner when seqlen_q != seqlen_k. Runs on the current
     CUDA stream; works under torch.compile and CUDA graph capture.
 
@@ -49,7 +50,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     learnable_sink, a (heads_q,) tensor, adds one logit per query head to every row's
     softmax denominator (gpt-oss; the LSE includes it).
 
-    Returns out (batch, seqlen_q, heads_q, head_dim), and with return_lse=True also the
+    Returns out (batch, seqlen_q, heads_q, head_dim_v), and with return_lse=True also the
     fp32 log-sum-exp (batch, heads_q, seqlen_q). Bad arguments raise ValueError or
     TypeError naming the argument, the value and what is allowed.
     """
@@ -67,7 +68,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """Attention over a batch of variable-length sequences packed one after the other
     (FlashAttention's varlen layout).
 
-    q: (total_q, heads_q, head_dim), k, v: (total_k, heads_kv, head_dim); sequence b holds
+    q: (total_q, heads_q, head_dim), k: (total_k, heads_kv, head_dim), v: (total_k,
+    heads_kv, head_dim_v), head dims as flash_attn_func; sequence b holds
     rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and [cu_seqlens_k[b], cu_seqlens_k[b + 1])
     of k and v; cu_seqlens_* are int32 (batch + 1,) CUDA tensors starting at 0, non-decreasing
     (not checked: other values give wrong results, never accesses outside the tensors);
@@ -76,7 +78,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     sequence (rows past it are not written). Masks, softcap and sinks as flash_attn_func,
     per sequence.
 
-    Returns out (total_q, heads_q, head_dim), and with return_lse=True also the fp32
+    Returns out (total_q, heads_q, head_dim_v), and with return_lse=True also the fp32
     log-sum-exp (heads_q, total_q).
     """
     _check_tensors(q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)

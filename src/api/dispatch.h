@@ -1,4 +1,4 @@
-// The one table from (dtype, head dim, tile variant) to a compiled forward kernel.
+// The one table from (dtype, head dims, tile variant, loop) to a compiled forward kernel.
 #pragma once
 
 #include <string>
@@ -12,18 +12,26 @@ namespace warpflash {
 
 using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale);
 
-// The kernel variant forward() runs for these (validated) arguments.
+// The kernel variant forward() runs for these (validated) arguments, and its tiles.
 inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args) {
   return kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
                                   args.shape.seqlen_k, kernels::uniform_tiles(args));
 }
+inline kernels::ForwardTileConfig forward_tile_config_of(const ForwardArgs& args) {
+  return kernels::forward_tile_config(static_cast<int>(args.shape.head_dim),
+                                      static_cast<int>(args.shape.value_head_dim()), forward_variant_of(args));
+}
 
-// nullptr when this build has no kernel for the triple. A head dim that is compiled has
-// every variant that forward_variant() picks for it.
-ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim,
-                                      kernels::ForwardVariant variant = kernels::ForwardVariant::kDefault);
+// nullptr when this build has no instance of the variant for the head dims with a loop
+// for the problem: a plain one (kernels::plain_problem) runs on either loop, others on the
+// general one. A head-dim pair that is
+// compiled has every variant and loop that forward_variant() picks for it
+// (DispatchTable.EveryPickedVariantIsCompiled).
+ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, int64_t head_dim_v,
+                                      kernels::ForwardVariant variant, bool plain);
 
-// Every compiled kernel as "bfloat16 d128 variant 2, ...", for "not supported" messages.
+// Every compiled instance as "bfloat16 d192/128 default (general loop), ...", for
+// "not supported" messages.
 std::string compiled_kernels();
 
 }  // namespace warpflash

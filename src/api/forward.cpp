@@ -13,7 +13,8 @@
 namespace warpflash {
 
 namespace kernels {
-#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, variant, name) Status name(const ForwardArgs&, float);
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, head_dim_v, variant, loops, name) \
+  Status name(const ForwardArgs&, float);
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 }  // namespace kernels
@@ -25,14 +26,17 @@ constexpr int kMaxDevices = 64;
 struct ForwardEntry {
   DType dtype;
   int head_dim;
+  int head_dim_v;
   kernels::ForwardVariant variant;
+  int loops;  // kernels::ForwardLoops
   ForwardLauncher launch;
 };
 
-// Generated from WARPFLASH_DTYPES x WARPFLASH_HEAD_DIMS, ascending head dims per dtype.
+// Generated from WARPFLASH_DTYPES x the manifest's lines of WARPFLASH_HEAD_DIMS, in the
+// manifest's order (ascending head dims) per dtype.
 const ForwardEntry kForwardKernels[] = {
-#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, variant, name) \
-  {DType::dtype, head_dim, kernels::ForwardVariant::variant, &kernels::name},
+#define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, head_dim_v, variant, loops, name) \
+  {DType::dtype, head_dim, head_dim_v, kernels::ForwardVariant::variant, loops, &kernels::name},
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 };
@@ -79,45 +83,67 @@ Status check_device_pointer(const char* name, const void* pointer) {
 
 }  // namespace
 
-ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, kernels::ForwardVariant variant) {
+ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, int64_t head_dim_v,
+                                      kernels::ForwardVariant variant, bool plain) {
+  // The general loop serves plain problems too.
+  int loops = plain ? kernels::kBothLoops : kernels::kGeneralLoop;
   for (const ForwardEntry& entry : kForwardKernels) {
-    if (entry.dtype == dtype && entry.head_dim == head_dim && entry.variant == variant) return entry.launch;
+    if (entry.dtype == dtype && entry.head_dim == head_dim && entry.head_dim_v == head_dim_v &&
+        entry.variant == variant && (entry.loops & loops) != 0) {
+      return entry.launch;
+    }
   }
   return nullptr;
 }
 
 std::string compiled_kernels() {
+  static const char* const kVariantNames[] = {"default", "short causal", "long", "short", "long clustered"};
+  static const char* const kLoopNames[] = {"", "plain loop", "general loop", "both loops"};
   std::string list;
   for (const ForwardEntry& entry : kForwardKernels) {
-    list += text::concat(list.empty() ? "" : ", ", dtype_name(entry.dtype), " d", entry.head_dim, " variant ",
-                         static_cast<int>(entry.variant));
+    list += text::concat(list.empty() ? "" : ", ", dtype_name(entry.dtype), " d", entry.head_dim);
+    if (entry.head_dim_v != entry.head_dim) list += text::concat("/", entry.head_dim_v);
+    list += text::concat(" ", kVariantNames[static_cast<int>(entry.variant)], " (", kLoopNames[entry.loops], ")");
   }
   return list.empty() ? "none" : list;
 }
 
+std::vector<HeadDims> compiled_head_dim_pairs(DType dtype) {
+  std::vector<HeadDims> pairs;
+  for (const ForwardEntry& entry : kForwardKernels) {
+    if (entry.dtype == dtype && entry.variant == kernels::ForwardVariant::kDefault) {
+      pairs.push_back({entry.head_dim, entry.head_dim_v});
+    }
+  }
+  return pairs;
+}
+
 std::vector<int> compiled_head_dims(DType dtype) {
   std::vector<int> head_dims;
-  for (const ForwardEntry& entry : kForwardKernels) {
-    if (entry.dtype == dtype && entry.variant == kernels::ForwardVariant::kDefault) head_dims.push_back(entry.head_dim);
+  for (HeadDims dims : compiled_head_dim_pairs(dtype)) {
+    if (dims.v == dims.qk) head_dims.push_back(dims.qk);
   }
   return head_dims;
 }
 
 size_t forward_workspace_bytes(const ForwardArgs& args) {
   // Cheap enough for every call of a binding: no full validation (forward() does that).
-  if (args.shape.batch <= 0 || args.shape.seqlen_q <= 0 || args.shape.head_dim <= 0 || args.shape.head_dim > 256) {
+  const AttentionShape& shape = args.shape;
+  if (shape.batch <= 0 || shape.seqlen_q <= 0 || shape.head_dim <= 0 || shape.head_dim > 256 ||
+      shape.value_head_dim() <= 0 || shape.value_head_dim() > 256) {
     return 0;
   }
-  int head_dim = static_cast<int>(args.shape.head_dim);
-  kernels::ForwardVariant variant = forward_variant_of(args);
-  kernels::ForwardTileConfig config = kernels::forward_tile_config(head_dim, variant);
-  if (!config.split_tail || find_forward_launcher(args.dtype, head_dim, variant) == nullptr) return 0;
+  kernels::ForwardTileConfig config = forward_tile_config_of(args);
+  if (!config.split_tail || find_forward_launcher(args.dtype, shape.head_dim, shape.value_head_dim(),
+                                                  forward_variant_of(args), kernels::plain_problem(args)) == nullptr) {
+    return 0;
+  }
   int device = 0, sm_count = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     return 0;
   }
-  return kernels::split_workspace_bytes(sm_count, config.block_m, head_dim);
+  return kernels::split_workspace_bytes(sm_count, config.block_m, static_cast<int>(shape.value_head_dim()));
 }
 
 Status forward(const ForwardArgs& args) {
@@ -136,12 +162,15 @@ Status forward(const ForwardArgs& args) {
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
-  kernels::ForwardVariant variant = forward_variant_of(args);
-  ForwardLauncher launch = find_forward_launcher(args.dtype, args.shape.head_dim, variant);
-  if (launch == nullptr) {  // a subset build without the variant this problem needs
+  bool plain = kernels::plain_problem(args);
+  ForwardLauncher launch = find_forward_launcher(args.dtype, args.shape.head_dim, args.shape.value_head_dim(),
+                                                 forward_variant_of(args), plain);
+  if (launch == nullptr) {  // a manifest without the variant or loop this problem needs
     return Status::NotSupported(text::concat("warpflash::forward: this build has no ", dtype_name(args.dtype),
-                                             " kernel for head_dim = ", args.shape.head_dim, " of variant ",
-                                             static_cast<int>(variant), "; it has ", compiled_kernels()));
+                                             " kernel for head_dim = ", args.shape.head_dim, ", head_dim_v = ",
+                                             args.shape.value_head_dim(), " of variant ",
+                                             static_cast<int>(forward_variant_of(args)), " with the ",
+                                             plain ? "plain" : "general", " loop; it has ", compiled_kernels()));
   }
   return launch(args, scale);
 }

@@ -43,9 +43,10 @@ std::string concat(const Parts&... parts) {
 }
 
 // "64, 128, 256"
-inline std::string join(const std::vector<int>& values) {
+template <class T>
+std::string join(const std::vector<T>& values) {
   std::string out;
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + to_text(values[i]);
   return out;
 }
 

@@ -73,12 +73,21 @@ Status validate_forward(const ForwardArgs& args) {
     return invalid(concat("shape.heads_q = ", s.heads_q, " is not a multiple of shape.heads_kv = ", s.heads_kv,
                           " (GQA/MQA need every KV head shared by the same number of Q heads)"));
   }
-  std::vector<int> head_dims = compiled_head_dims(args.dtype);
-  bool head_dim_compiled = false;
-  for (int d : head_dims) head_dim_compiled |= d == s.head_dim;
-  if (!head_dim_compiled) {
-    return Status::NotSupported(concat("warpflash::forward: shape.head_dim = ", s.head_dim, " is not supported for ",
-                                       dtype_name(args.dtype), ": this build has head dims {", join(head_dims), "}"));
+  if (s.head_dim_v < 0) return invalid(concat("shape.head_dim_v = ", s.head_dim_v, " must be >= 0 (0: head_dim)"));
+  std::vector<HeadDims> pairs = compiled_head_dim_pairs(args.dtype);
+  bool head_dims_compiled = false;
+  std::vector<std::string> listed;
+  for (HeadDims dims : pairs) {
+    head_dims_compiled |= dims.qk == s.head_dim && dims.v == s.value_head_dim();
+    listed.push_back(dims.v == dims.qk ? std::to_string(dims.qk) : concat(dims.qk, "/", dims.v));
+  }
+  if (!head_dims_compiled) {
+    std::string asked = s.value_head_dim() == s.head_dim
+                            ? concat("shape.head_dim = ", s.head_dim)
+                            : concat("shape.head_dim = ", s.head_dim, " with head_dim_v = ", s.value_head_dim());
+    return Status::NotSupported(concat("warpflash::forward: ", asked, " is not supported for ", dtype_name(args.dtype),
+                                       ": this build has head dims {", join(listed),
+                                       "} (qk/v where V's differs from Q's and K's)"));
   }
   if (args.softmax_scale && !(std::isfinite(*args.softmax_scale) && *args.softmax_scale > 0.f)) {
     return invalid(concat("softmax_scale = ", *args.softmax_scale, " must be finite and positive"));
@@ -134,7 +143,7 @@ Status validate_forward(const ForwardArgs& args) {
     return invalid(concat("workspace = ", Hex{reinterpret_cast<uintptr_t>(args.workspace)}, " is not 16-byte aligned"));
   }
 
-  int64_t block_m = kernels::forward_tile_config(static_cast<int>(s.head_dim), forward_variant_of(args)).block_m;
+  int64_t block_m = forward_tile_config_of(args).block_m;
   int64_t tiles = (s.seqlen_q + block_m - 1) / block_m * s.heads_q * s.batch;
   if (tiles > limits::kMaxTiles) {
     return invalid(concat("batch * heads_q * ceil(seqlen_q / ", block_m, ") = ", tiles, " tiles exceeds ",

@@ -136,7 +136,8 @@ int64_t kv_head(const Problem& p, int64_t h) { return h / (p.heads_q / p.heads_k
 // Wrong sizes would read or write out of bounds: refuse them with a message instead.
 void check_inputs(const char* function, const Problem& p,
                   std::initializer_list<std::pair<const char*, const std::vector<double>*>> q_like,
-                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> kv_like) {
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> kv_like,
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> v_like = {}) {
   auto fail = [function](const std::string& what) {
     throw std::invalid_argument(std::string("reference::") + function + ": " + what);
   };
@@ -147,7 +148,8 @@ void check_inputs(const char* function, const Problem& p,
   if (!p.sinks.empty() && static_cast<int64_t>(p.sinks.size()) != p.heads_q) {
     fail("sinks has " + std::to_string(p.sinks.size()) + " values, expected heads_q = " + std::to_string(p.heads_q));
   }
-  for (auto [inputs, expected] : {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}}) {
+  for (auto [inputs, expected] :
+       {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}, {v_like, p.v_elements()}}) {
     for (auto [name, x] : inputs) {
       if (static_cast<int64_t>(x->size()) != expected) {
         fail(std::string(name) + " has " + std::to_string(x->size()) + " elements, expected " +
@@ -207,10 +209,11 @@ void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T*
   const int64_t chunk_rows = (p.seqlen_q + chunks - 1) / chunks;
   parallel_for(heads * chunks, [&](int64_t task) {
     const int64_t b = task / chunks / p.heads_q, h = task / chunks % p.heads_q;
-    const int64_t g = kv_head(p, h), d = p.head_dim;
+    const int64_t g = kv_head(p, h), d = p.head_dim, dv = p.value_head_dim();
     const View<T> qh = head_view(q, b, p.seqlen_q, h, p.heads_q, d);
     const View<T> kh = head_view(k, b, p.seqlen_k, g, p.heads_kv, d);
-    const View<T> vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, d);
+    const View<T> vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, dv);
+    const int64_t o_row_stride = p.heads_q * dv;
     // Last chunks first: under the causal mask their rows see the most keys.
     const int64_t chunk = chunks - 1 - task % chunks;
     const int64_t end = std::min(p.seqlen_q, (chunk + 1) * chunk_rows);
@@ -224,9 +227,9 @@ void forward_impl(const Problem& p, const T* q, const T* k, const T* v, T* o, T*
       softmax_rows(p, View<T>{qh.data + i0 * qh.row_stride, qh.row_stride, 1}, kh, i0, rows,
                    keys, sink, s, lse_rows);
       for (T& x : s) x = round_p(x);
-      T* o_rows = o + ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
-      for (int64_t r = 0; r < rows; ++r) std::fill_n(o_rows + r * qh.row_stride, d, T(0));
-      gemm_acc<T>(rows, d, keys, View<T>{s.data(), keys, 1}, vh, o_rows, qh.row_stride);
+      T* o_rows = o + ((b * p.seqlen_q + i0) * p.heads_q + h) * dv;
+      for (int64_t r = 0; r < rows; ++r) std::fill_n(o_rows + r * o_row_stride, dv, T(0));
+      gemm_acc<T>(rows, dv, keys, View<T>{s.data(), keys, 1}, vh, o_rows, o_row_stride);
     }
   });
 }
@@ -253,8 +256,8 @@ bool is_visible(const Problem& p, int64_t i, int64_t j) {
 
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
              const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse) {
-  check_inputs("forward", p, {{"q", &q}}, {{"k", &k}, {"v", &v}});
-  o.assign(p.q_elements(), 0.0);
+  check_inputs("forward", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
+  o.assign(p.o_elements(), 0.0);
   lse.assign(p.lse_elements(), 0.0);
   forward_impl<double>(p, q.data(), k.data(), v.data(), o.data(), lse.data(),
                        [](double x) { return x; });
@@ -268,12 +271,12 @@ float round_to(Precision precision, float x) {
 void forward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
                            const std::vector<double>& k, const std::vector<double>& v,
                            std::vector<double>& o) {
-  check_inputs("forward_low_precision", p, {{"q", &q}}, {{"k", &k}, {"v", &v}});
+  check_inputs("forward_low_precision", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
   // The inputs are representable in the 16-bit type, so float holds them exactly.
   const std::vector<float> qf(q.begin(), q.end());
   const std::vector<float> kf(k.begin(), k.end());
   const std::vector<float> vf(v.begin(), v.end());
-  std::vector<float> of(p.q_elements(), 0.0f);
+  std::vector<float> of(p.o_elements(), 0.0f);
   forward_impl<float>(p, qf.data(), kf.data(), vf.data(), of.data(), nullptr,
                       [precision](float x) { return round_to(precision, x); });
   o.resize(of.size());
@@ -291,8 +294,8 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
               const std::vector<double>& v, const std::vector<double>& d_o,
               std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
   check_inputs("backward", p, {{"q", &q}, {"d_o", &d_o}}, {{"k", &k}, {"v", &v}});
-  if (p.softcap > 0 || !p.sinks.empty()) {
-    throw std::invalid_argument("reference::backward: softcap and sinks are not supported yet");
+  if (p.softcap > 0 || !p.sinks.empty() || p.value_head_dim() != p.head_dim) {
+    throw std::invalid_argument("reference::backward: softcap, sinks and head_dim_v != head_dim are not supported yet");
   }
   using V = View<double>;
   const int64_t d = p.head_dim;

@@ -34,9 +34,14 @@ struct Problem {
   double softcap = 0.0;
   // Learnable sinks: one logit per query head in every row's denominator; empty: none.
   std::vector<double> sinks;
+  // Head dim of V and O; 0: head_dim (the forward only).
+  int64_t head_dim_v = 0;
 
+  int64_t value_head_dim() const { return head_dim_v != 0 ? head_dim_v : head_dim; }
   int64_t q_elements() const { return batch * seqlen_q * heads_q * head_dim; }
   int64_t kv_elements() const { return batch * seqlen_k * heads_kv * head_dim; }
+  int64_t v_elements() const { return batch * seqlen_k * heads_kv * value_head_dim(); }
+  int64_t o_elements() const { return batch * seqlen_q * heads_q * value_head_dim(); }
   int64_t lse_elements() const { return batch * heads_q * seqlen_q; }
 };
 

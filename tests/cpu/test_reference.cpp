@@ -211,6 +211,29 @@ TEST(ReferenceForward, GqaEqualsEachHeadWithItsKvHead) {
   }
 }
 
+// Each column of O depends only on that column of V: with head_dim_v = 5 < head_dim = 9,
+// O is the first 5 columns of O with V's 9 columns of which the first 5 are the same.
+TEST(ReferenceForward, ValueHeadDimOfItsOwnIsTheFirstColumnsOfTheWideOne) {
+  const Problem wide = make_problem(2, 37, 70, 4, 2, 9, true);
+  Problem narrow = wide;
+  narrow.head_dim_v = 5;
+  const auto q = random_values(wide.q_elements(), 5), k = random_values(wide.kv_elements(), 6),
+             v_wide = random_values(wide.kv_elements(), 7);
+  std::vector<double> v_narrow;
+  for (int64_t row = 0; row < wide.kv_elements() / 9; ++row) {
+    v_narrow.insert(v_narrow.end(), v_wide.begin() + row * 9, v_wide.begin() + row * 9 + 5);
+  }
+  const Forward f_wide = run_forward(wide, q, k, v_wide), f_narrow = run_forward(narrow, q, k, v_narrow);
+  ASSERT_EQ(static_cast<int64_t>(f_narrow.o.size()), narrow.o_elements());
+  std::vector<double> o_first_columns;
+  for (int64_t row = 0; row < wide.o_elements() / 9; ++row) {
+    o_first_columns.insert(o_first_columns.end(), f_wide.o.begin() + row * 9, f_wide.o.begin() + row * 9 + 5);
+  }
+  expect_near_all(f_narrow.o, o_first_columns, 1e-14);
+  expect_near_all(f_narrow.lse, f_wide.lse, 0.0);
+  EXPECT_THROW(run_forward(narrow, q, k, v_wide), std::invalid_argument);  // V of the wrong size
+}
+
 // Shapes that cross the reference's internal blocks (64 rows, 256 keys, 4-wide tiles).
 const Problem kOddShapes[] = {
     make_problem(2, 37, 45, 6, 2, 13, false), make_problem(2, 37, 45, 6, 2, 13, true),

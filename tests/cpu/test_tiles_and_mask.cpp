@@ -368,9 +368,9 @@ TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
   EXPECT_TRUE(SequenceLengths{}.uniform());
 }
 
-// Only dense equal-length problems without mask or sinks run on the clustered kernels
-// (and split their last round); only dense ones without softcap and with no mask or a
-// causal one run the plain kernels.
+// Only dense equal-length problems without mask, sinks or softcap run on the clustered
+// kernels (and split their last round), so each of them is a plain problem; only dense
+// ones without softcap and with no mask or a causal one run the plain loop.
 TEST(DispatchTable, UniformAndPlainProblems) {
   ForwardArgs args;
   args.shape = {1, 1000, 1000, 4, 4, 128};
@@ -389,7 +389,7 @@ TEST(DispatchTable, UniformAndPlainProblems) {
   EXPECT_TRUE(plain_problem(args));
   args.learnable_sink = nullptr;
   args.softcap = 30.f;
-  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_FALSE(uniform_tiles(args));
   EXPECT_FALSE(plain_problem(args));
   args.softcap = 0.f;
   int cu[2] = {0, 1000};
@@ -402,19 +402,22 @@ TEST(DispatchTable, UniformAndPlainProblems) {
   EXPECT_TRUE(plain_problem(args));
 }
 
-// Whatever the problem, forward_variant() picks a kernel the build compiled (the table is
-// generated from kernels.manifest): a head dim that is compiled serves every problem.
+// Whatever the problem, forward_variant() picks a kernel the build compiled, with the
+// loop the problem needs (the table is generated from kernels.manifest): a head-dim pair
+// that is compiled serves every problem. Uniform problems are plain ones (above).
 TEST(DispatchTable, EveryPickedVariantIsCompiled) {
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
-    for (int head_dim : compiled_head_dims(dtype)) {
+    for (HeadDims dims : compiled_head_dim_pairs(dtype)) {
       for (bool causal : {false, true}) {
-        for (bool uniform : {false, true}) {
+        for (int kind = 0; kind < 3; ++kind) {  // uniform, plain but not uniform, neither
+          bool uniform = kind == 0, plain = kind <= 1;
+          if (uniform && causal) continue;
           for (int64_t seqlen_q : {1, 128, 200, 2048, 2049, 16384, 16385}) {
             for (int64_t seqlen_k : {1, 512, 1024, 1025, 2048, 2049, 8191, 8192, 16384}) {
-              ForwardVariant variant = forward_variant(head_dim, causal, seqlen_q, seqlen_k, uniform);
-              EXPECT_NE(find_forward_launcher(dtype, head_dim, variant), nullptr)
-                  << dtype_name(dtype) << " d" << head_dim << " variant " << int(variant) << " causal " << causal
-                  << " " << seqlen_q << "x" << seqlen_k;
+              ForwardVariant variant = forward_variant(dims.qk, causal, seqlen_q, seqlen_k, uniform);
+              EXPECT_NE(find_forward_launcher(dtype, dims.qk, dims.v, variant, plain), nullptr)
+                  << dtype_name(dtype) << " d" << dims.qk << "/" << dims.v << " variant " << int(variant)
+                  << " causal " << causal << " plain " << plain << " " << seqlen_q << "x" << seqlen_k;
               if (!uniform) EXPECT_NE(variant, ForwardVariant::kLongClustered);
             }
           }
@@ -449,11 +452,16 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(256, false, 512, 1024), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 512, 1025), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_tile_config(64, ForwardVariant::kShortCausal).block_m, 128);
-  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLong).block_m, 128);
-  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
-  EXPECT_EQ(forward_tile_config(256, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
-  EXPECT_EQ(forward_tile_config(128, ForwardVariant::kLongClustered).cluster_m, 2);
+  EXPECT_EQ(forward_variant(96, false, 16384, 16384), ForwardVariant::kDefault);   // no clustered d=96
+  EXPECT_EQ(forward_variant(192, false, 16384, 16384), ForwardVariant::kDefault);  // nor d=192
+  EXPECT_EQ(forward_variant(192, true, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_tile_config(64, 64, ForwardVariant::kShortCausal).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLong).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(256, 256, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).cluster_m, 2);
+  EXPECT_EQ(forward_tile_config(192, 192).block_n, 112);
+  EXPECT_EQ(forward_tile_config(192, 128).block_n, 128);
 }
 
 }  // namespace

@@ -49,10 +49,31 @@ TEST(Validation, NullPointers) {
 
 TEST(Validation, HeadDimNotCompiledListsTheCompiledOnes) {
   ForwardArgs args = valid_args();
-  args.shape.head_dim = 96;
+  args.shape.head_dim = 80;
   std::string listed;
-  for (int d : compiled_head_dims(DType::kBFloat16)) listed += (listed.empty() ? "" : ", ") + std::to_string(d);
-  expect_error(args, StatusCode::kNotSupported, {"shape.head_dim = 96", "{" + listed + "}", "bfloat16"});
+  for (HeadDims dims : compiled_head_dim_pairs(DType::kBFloat16)) {
+    listed += (listed.empty() ? "" : ", ") + std::to_string(dims.qk);
+    if (dims.v != dims.qk) listed += "/" + std::to_string(dims.v);
+  }
+  expect_error(args, StatusCode::kNotSupported, {"shape.head_dim = 80", "{" + listed + "}", "bfloat16"});
+  // A V head dim that no kernel pairs with this one.
+  args.shape.head_dim = compiled_head_dims(DType::kBFloat16).at(0);
+  args.shape.head_dim_v = 8;
+  expect_error(args, StatusCode::kNotSupported, {"head_dim_v = 8", "{" + listed + "}"});
+  args.shape.head_dim_v = -1;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.head_dim_v = -1"});
+}
+
+// (192, 128): a V head dim of its own, where the build has it.
+TEST(Validation, ValueHeadDimOfItsOwn) {
+  bool compiled = false;
+  for (HeadDims dims : compiled_head_dim_pairs(DType::kBFloat16)) compiled |= dims.qk == 192 && dims.v == 128;
+  if (!compiled) GTEST_SKIP() << "d=192/128 not compiled";
+  ForwardArgs args = valid_args(192);
+  args.shape.head_dim_v = 128;
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+  args.shape.head_dim_v = 192;
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
 }
 
 TEST(Validation, HeadsQNotAMultipleOfHeadsKv) {

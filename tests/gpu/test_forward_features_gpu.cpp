@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
@@ -23,6 +24,9 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::from_bits;
+using testing::head_dims_name;
+using testing::is_compiled;
+using testing::kTestHeadDims;
 using testing::kPoison;
 using testing::to_bits;
 
@@ -57,7 +61,7 @@ const Case kCases[] = {
      {200, 0, 1, 400, 129}, {260, 5, 0, 513, 100}},
 };
 
-using Param = std::tuple<DType, int, Case>;
+using Param = std::tuple<DType, HeadDims, Case>;
 
 constexpr int64_t kGuard = 64;
 
@@ -95,19 +99,17 @@ class ForwardFeaturesGpuTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
   WARPFLASH_REQUIRE_HOPPER();
-  auto [dtype, head_dim, c] = GetParam();
-  std::vector<int> compiled = compiled_head_dims(dtype);
-  if (std::find(compiled.begin(), compiled.end(), head_dim) == compiled.end()) {
-    GTEST_SKIP() << "head_dim " << head_dim << " not compiled for " << dtype_name(dtype);
-  }
+  auto [dtype, dims, c] = GetParam();
+  if (!is_compiled(dtype, dims)) GTEST_SKIP() << head_dims_name(dims) << " not compiled for " << dtype_name(dtype);
+  const int64_t head_dim = dims.qk, head_dim_v = dims.v;
   const int64_t batch = static_cast<int64_t>(c.seqlens_q.size());
   std::vector<int> cu_q = prefix_sums(c.seqlens_q), cu_k = prefix_sums(c.seqlens_k);
   const int64_t total_q = cu_q.back(), total_k = cu_k.back();
   const int64_t max_q = *std::max_element(c.seqlens_q.begin(), c.seqlens_q.end());
   const int64_t max_k = *std::max_element(c.seqlens_k.begin(), c.seqlens_k.end());
   std::mt19937 rng(std::random_device{}());
-  Rows q(total_q, c.heads_q, head_dim), k(total_k, c.heads_kv, head_dim), v(total_k, c.heads_kv, head_dim),
-      o(total_q, c.heads_q, head_dim);
+  Rows q(total_q, c.heads_q, head_dim), k(total_k, c.heads_kv, head_dim), v(total_k, c.heads_kv, head_dim_v),
+      o(total_q, c.heads_q, head_dim_v);
   q.fill(dtype, rng);
   k.fill(dtype, rng);
   v.fill(dtype, rng);
@@ -129,22 +131,22 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
 
   ForwardArgs args;
   args.dtype = dtype;
-  auto rows_view = [&](uint16_t* base, int64_t seqlen, int64_t heads) {
-    return contiguous_view(base + kGuard, seqlen, heads, head_dim);
+  auto rows_view = [&](uint16_t* base, int64_t seqlen, int64_t heads, int64_t width) {
+    return contiguous_view(base + kGuard, seqlen, heads, width);
   };
   if (c.packed) {
-    args.shape = {batch, max_q, max_k, c.heads_q, c.heads_kv, head_dim};
+    args.shape = {batch, max_q, max_k, c.heads_q, c.heads_kv, head_dim, head_dim_v};
     args.cu_seqlens_q = cu_q_dev.get();
     args.cu_seqlens_k = cu_k_dev.get();
     args.total_q = total_q;
     args.total_k = total_k;
   } else {
-    args.shape = {batch, c.seqlens_q[0], c.seqlens_k[0], c.heads_q, c.heads_kv, head_dim};
+    args.shape = {batch, c.seqlens_q[0], c.seqlens_k[0], c.heads_q, c.heads_kv, head_dim, head_dim_v};
   }
-  args.q = rows_view(q_dev.get(), args.shape.seqlen_q, c.heads_q);
-  args.k = rows_view(k_dev.get(), args.shape.seqlen_k, c.heads_kv);
-  args.v = rows_view(v_dev.get(), args.shape.seqlen_k, c.heads_kv);
-  args.o = rows_view(o_dev.get(), args.shape.seqlen_q, c.heads_q);
+  args.q = rows_view(q_dev.get(), args.shape.seqlen_q, c.heads_q, head_dim);
+  args.k = rows_view(k_dev.get(), args.shape.seqlen_k, c.heads_kv, head_dim);
+  args.v = rows_view(v_dev.get(), args.shape.seqlen_k, c.heads_kv, head_dim_v);
+  args.o = rows_view(o_dev.get(), args.shape.seqlen_q, c.heads_q, head_dim_v);
   args.lse = lse_dev.get() + kGuard;
   args.causal = c.causal;
   args.window_left = c.window_left;
@@ -161,7 +163,7 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
   std::vector<float> lse_out = lse_dev.download();
 
   const double atol = dtype == DType::kBFloat16 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -12);
-  const int64_t row_elements = c.heads_q * head_dim;
+  const int64_t row_elements = c.heads_q * head_dim_v;  // of O
   std::vector<bool> written(o.storage.size(), false);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t sq = c.seqused_q.empty() ? c.seqlens_q[b] : std::min(c.seqlens_q[b], c.seqused_q[b]);
@@ -169,6 +171,7 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
     SCOPED_TRACE(::testing::Message() << "sequence " << b << ": seqlen_q " << sq << ", seqlen_k " << sk);
     if (sq == 0) continue;
     reference::Problem p{1, sq, sk, c.heads_q, c.heads_kv, head_dim, 1.0 / std::sqrt(double(head_dim)), c.causal};
+    p.head_dim_v = head_dim_v;
     p.window_left = c.window_left;
     p.window_right = c.window_right;
     p.attention_chunk = c.chunk;
@@ -219,15 +222,15 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  auto [dtype, head_dim, c] = info.param;
+  auto [dtype, dims, c] = info.param;
   std::ostringstream name;
-  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << "_" << c.name;
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_" << head_dims_name(dims) << "_" << c.name;
   return name.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Features, ForwardFeaturesGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
-                                            ::testing::Values(64, 128, 256), ::testing::ValuesIn(kCases)),
+                                            ::testing::ValuesIn(kTestHeadDims), ::testing::ValuesIn(kCases)),
                          param_name);
 
 }  // namespace

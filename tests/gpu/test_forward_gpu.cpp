@@ -1,5 +1,5 @@
 // The forward kernel against the double-precision reference on the shapes that break
-// kernels (docs/design.md), for every compiled dtype and head dim, causal and not.
+// kernels (docs/design.md), for every compiled dtype and head-dim pair, causal and not.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
@@ -24,7 +25,10 @@ namespace {
 
 using testing::DeviceBuffer;
 using testing::from_bits;
+using testing::head_dims_name;
+using testing::is_compiled;
 using testing::kPoison;
+using testing::kTestHeadDims;
 using testing::to_bits;
 
 struct Shape {
@@ -63,7 +67,7 @@ const Shape kShapes[] = {
     {1, 2500, 2100, 8, 2, false},
 };
 
-using Param = std::tuple<DType, int, bool, Shape>;
+using Param = std::tuple<DType, HeadDims, bool, Shape>;
 
 void PrintTo(const Shape& s, std::ostream* out) {
   *out << "batch " << s.batch << ", seqlen_q " << s.seqlen_q << ", seqlen_k " << s.seqlen_k << ", heads "
@@ -131,16 +135,14 @@ class ForwardGpuTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(ForwardGpuTest, MatchesReference) {
   WARPFLASH_REQUIRE_HOPPER();
-  auto [dtype, head_dim, causal, shape] = GetParam();
-  std::vector<int> compiled = compiled_head_dims(dtype);
-  if (std::find(compiled.begin(), compiled.end(), head_dim) == compiled.end()) {
-    GTEST_SKIP() << "head_dim " << head_dim << " not compiled for " << dtype_name(dtype);
-  }
+  auto [dtype, dims, causal, shape] = GetParam();
+  if (!is_compiled(dtype, dims)) GTEST_SKIP() << head_dims_name(dims) << " not compiled for " << dtype_name(dtype);
+  const int64_t head_dim = dims.qk, head_dim_v = dims.v;
   std::mt19937 rng(std::random_device{}());
   StridedTensor q(shape.batch, shape.seqlen_q, shape.heads_q, head_dim, shape.strided);
   StridedTensor k(shape.batch, shape.seqlen_k, shape.heads_kv, head_dim, shape.strided);
-  StridedTensor v(shape.batch, shape.seqlen_k, shape.heads_kv, head_dim, shape.strided);
-  StridedTensor o(shape.batch, shape.seqlen_q, shape.heads_q, head_dim, shape.strided);
+  StridedTensor v(shape.batch, shape.seqlen_k, shape.heads_kv, head_dim_v, shape.strided);
+  StridedTensor o(shape.batch, shape.seqlen_q, shape.heads_q, head_dim_v, shape.strided);
   std::vector<double> q_dense = q.fill_random(dtype, rng);
   std::vector<double> k_dense = k.fill_random(dtype, rng);
   std::vector<double> v_dense = v.fill_random(dtype, rng);
@@ -155,7 +157,7 @@ TEST_P(ForwardGpuTest, MatchesReference) {
 
   ForwardArgs args;
   args.dtype = dtype;
-  args.shape = {shape.batch, shape.seqlen_q, shape.seqlen_k, shape.heads_q, shape.heads_kv, head_dim};
+  args.shape = {shape.batch, shape.seqlen_q, shape.seqlen_k, shape.heads_q, shape.heads_kv, head_dim, head_dim_v};
   auto with_data = [](TensorView4d view, uint16_t* base) {
     view.data = base + StridedTensor::kGuard;
     return view;
@@ -175,6 +177,7 @@ TEST_P(ForwardGpuTest, MatchesReference) {
 
   reference::Problem problem{shape.batch, shape.seqlen_q, shape.seqlen_k, shape.heads_q, shape.heads_kv,
                              head_dim, 1.0 / std::sqrt(double(head_dim)), causal};
+  problem.head_dim_v = head_dim_v;
   std::vector<double> o_ref, lse_ref, o_low;
   reference::forward(problem, q_dense, k_dense, v_dense, o_ref, lse_ref);
   reference::forward_low_precision(problem,
@@ -191,7 +194,7 @@ TEST_P(ForwardGpuTest, MatchesReference) {
   for (int64_t b = 0; b < shape.batch; ++b)
     for (int64_t s = 0; s < shape.seqlen_q; ++s)
       for (int64_t h = 0; h < shape.heads_q; ++h)
-        for (int64_t d = 0; d < head_dim; ++d) {
+        for (int64_t d = 0; d < head_dim_v; ++d) {
           is_output[o.offset(b, s, h, d)] = true;
           o_dense[o.dense_index(b, s, h, d)] = from_bits(dtype, o_out[o.offset(b, s, h, d)]);
         }
@@ -220,9 +223,10 @@ TEST_P(ForwardGpuTest, MatchesReference) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  auto [dtype, head_dim, causal, shape] = info.param;
+  auto [dtype, dims, causal, shape] = info.param;
   std::ostringstream name;
-  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << (causal ? "_causal" : "_full") << "_b"
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_" << head_dims_name(dims) << (causal ? "_causal" : "_full")
+       << "_b"
        << shape.batch << "_q" << shape.seqlen_q << "_k" << shape.seqlen_k << "_h" << shape.heads_q << "_kv"
        << shape.heads_kv << (shape.strided ? "_strided" : "") << (shape.workspace ? "" : "_no_workspace");
   return name.str();
@@ -230,29 +234,33 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ForwardGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
-                                            ::testing::Values(64, 128, 256), ::testing::Bool(),
+                                            ::testing::ValuesIn(kTestHeadDims), ::testing::Bool(),
                                             ::testing::ValuesIn(kShapes)),
                          param_name);
 
-// Rows that see no key: O = 0 and LSE = -inf, never NaN.
+// Rows that see no key: O = 0 and LSE = -inf, never NaN; for every compiled pair (the
+// K/V tensor maps describe Q's first row then, at V's head dim).
 TEST(ForwardGpuEdgeCases, EmptyKeysGiveZeroOutputAndMinusInfLse) {
   WARPFLASH_REQUIRE_HOPPER();
-  const int64_t seqlen_q = 70, heads = 2, head_dim = compiled_head_dims(DType::kBFloat16).at(0);
-  DeviceBuffer<uint16_t> q(seqlen_q * heads * head_dim), o(seqlen_q * heads * head_dim);
-  DeviceBuffer<float> lse(heads * seqlen_q);
-  WARPFLASH_CUDA_OK(cudaMemset(q.get(), 0x3f, q.size() * 2));
-  WARPFLASH_CUDA_OK(cudaMemset(o.get(), 0xff, o.size() * 2));
-  WARPFLASH_CUDA_OK(cudaMemset(lse.get(), 0xff, lse.size() * 4));
-  ForwardArgs args;
-  args.shape = {1, seqlen_q, 0, heads, heads, head_dim};
-  args.q = contiguous_view(q.get(), seqlen_q, heads, head_dim);
-  args.o = contiguous_view(o.get(), seqlen_q, heads, head_dim);
-  args.lse = lse.get();
-  Status status = forward(args);
-  ASSERT_TRUE(status.ok()) << status.message();
-  WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
-  for (uint16_t bits : o.download()) ASSERT_EQ(bits, 0);
-  for (float x : lse.download()) ASSERT_TRUE(std::isinf(x) && x < 0) << x;
+  for (HeadDims dims : compiled_head_dim_pairs(DType::kBFloat16)) {
+    SCOPED_TRACE(head_dims_name(dims));
+    const int64_t seqlen_q = 70, heads = 2;
+    DeviceBuffer<uint16_t> q(seqlen_q * heads * dims.qk), o(seqlen_q * heads * dims.v);
+    DeviceBuffer<float> lse(heads * seqlen_q);
+    WARPFLASH_CUDA_OK(cudaMemset(q.get(), 0x3f, q.size() * 2));
+    WARPFLASH_CUDA_OK(cudaMemset(o.get(), 0xff, o.size() * 2));
+    WARPFLASH_CUDA_OK(cudaMemset(lse.get(), 0xff, lse.size() * 4));
+    ForwardArgs args;
+    args.shape = {1, seqlen_q, 0, heads, heads, dims.qk, dims.v};
+    args.q = contiguous_view(q.get(), seqlen_q, heads, dims.qk);
+    args.o = contiguous_view(o.get(), seqlen_q, heads, dims.v);
+    args.lse = lse.get();
+    Status status = forward(args);
+    ASSERT_TRUE(status.ok()) << status.message();
+    WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+    for (uint16_t bits : o.download()) ASSERT_EQ(bits, 0);
+    for (float x : lse.download()) ASSERT_TRUE(std::isinf(x) && x < 0) << x;
+  }
 }
 
 TEST(ForwardGpuEdgeCases, EmptyBatchOrQueriesIsANoOp) {

@@ -10,13 +10,17 @@ from warpflash import _C, flash_attn_func, flash_attn_varlen_func
 
 pytestmark = requires_hopper
 
-HEAD_DIMS = [64, 128, 256]
+# (head_dim of q and k, head_dim_v of v and out)
+HEAD_DIMS = [(64, 64), (96, 96), (128, 128), (192, 192), (192, 128), (256, 256)]
+HEAD_DIM_IDS = ["d{}".format(d) if d == dv else "d{}_v{}".format(d, dv) for d, dv in HEAD_DIMS]
 
 
-def skip_unless_compiled(head_dim, dtype):
-    compiled = _C.compiled_head_dims(str(dtype).removeprefix("torch."))
-    if head_dim not in compiled:
-        pytest.skip(f"head_dim {head_dim} is not in this build ({compiled})")
+def skip_unless_compiled(head_dims, dtype):
+    if isinstance(head_dims, int):
+        head_dims = (head_dims, head_dims)
+    compiled = [tuple(p) for p in _C.compiled_head_dim_pairs(str(dtype).removeprefix("torch."))]
+    if tuple(head_dims) not in compiled:
+        pytest.skip(f"head dims {head_dims} are not in this build ({compiled})")
 
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv)
 SHAPES = [(1, 1, 1, 1, 1), (2, 17, 17, 4, 4), (1, 127, 129, 2, 2), (1, 1000, 1000, 4, 1), (1, 4097, 4097, 2, 2),
@@ -53,9 +57,11 @@ def attention_reference(q, k, v, scale, causal, dtype=torch.float64, window=(-1,
 
 
 def random_qkv(shape, head_dim, dtype, layout="bshd"):
+    """head_dim: an int, or (head_dim, head_dim_v) for a v of its own width."""
     b, sq, sk, hq, hkv = shape
-    make = lambda s, h: torch.randn(b, s, h, head_dim, device="cuda", dtype=dtype)
-    q, k, v = make(sq, hq), make(sk, hkv), make(sk, hkv)
+    head_dim, head_dim_v = (head_dim, head_dim) if isinstance(head_dim, int) else head_dim
+    make = lambda s, h, d: torch.randn(b, s, h, d, device="cuda", dtype=dtype)
+    q, k, v = make(sq, hq, head_dim), make(sk, hkv, head_dim), make(sk, hkv, head_dim_v)
     if layout == "bhsd":  # same values, stored (batch, heads, seqlen, head_dim) as SDPA users keep them
         q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
     return q, k, v
@@ -76,14 +82,14 @@ def check_against_reference(q, k, v, causal, out, lse, scale=None, **options):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("head_dims", HEAD_DIMS, ids=HEAD_DIM_IDS)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}_q{}_k{}_h{}_kv{}".format(*s))
-def test_matches_reference(shape, head_dim, causal, dtype):
-    skip_unless_compiled(head_dim, dtype)
-    q, k, v = random_qkv(shape, head_dim, dtype)
+def test_matches_reference(shape, head_dims, causal, dtype):
+    skip_unless_compiled(head_dims, dtype)
+    q, k, v = random_qkv(shape, head_dims, dtype)
     out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True)
-    assert out.shape == q.shape and out.dtype == dtype
+    assert out.shape == (*q.shape[:3], v.shape[3]) and out.dtype == dtype
     assert lse.shape == (q.shape[0], q.shape[2], q.shape[1]) and lse.dtype == torch.float32
     check_against_reference(q, k, v, causal, out, lse)
 
@@ -147,9 +153,12 @@ def test_cuda_graph_capture():
 
 
 def test_unsupported_head_dim_names_the_compiled_ones():
-    q, k, v = random_qkv((1, 64, 64, 2, 2), 96, torch.bfloat16)
-    compiled = ", ".join(str(d) for d in _C.compiled_head_dims("bfloat16"))
-    with pytest.raises(ValueError, match=r"head_dim = 96 is not supported.*\{" + compiled + r"\}"):
+    q, k, v = random_qkv((1, 64, 64, 2, 2), 80, torch.bfloat16)
+    compiled = ", ".join(str(d) if d == dv else f"{d}/{dv}" for d, dv in _C.compiled_head_dim_pairs("bfloat16"))
+    with pytest.raises(ValueError, match=r"head_dim = 80 is not supported.*\{" + compiled + r"\}"):
+        flash_attn_func(q, k, v)
+    q, k, v = random_qkv((1, 64, 64, 2, 2), (128, 64), torch.bfloat16)
+    with pytest.raises(ValueError, match=r"head_dim = 128 with head_dim_v = 64 is not supported"):
         flash_attn_func(q, k, v)
 
 
@@ -186,7 +195,7 @@ def test_opcheck():
 
 
 def test_test_names_are_the_compiled_head_dims():
-    assert set(_C.compiled_head_dims("bfloat16")) <= set(HEAD_DIMS)
+    assert {tuple(p) for p in _C.compiled_head_dim_pairs("bfloat16")} <= set(HEAD_DIMS)
 
 
 # The masks, softcap and sinks of flash_attn_func against the PyTorch reference.
@@ -200,7 +209,7 @@ FEATURES = {
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=HEAD_DIM_IDS)
 @pytest.mark.parametrize("feature", FEATURES)
 def test_masks_softcap_sinks(feature, head_dim, dtype):
     skip_unless_compiled(head_dim, dtype)
@@ -214,22 +223,23 @@ def test_masks_softcap_sinks(feature, head_dim, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("head_dims", HEAD_DIMS, ids=HEAD_DIM_IDS)
 @pytest.mark.parametrize("causal", [False, True])
-def test_varlen_matches_each_sequence(causal, head_dim, dtype):
+def test_varlen_matches_each_sequence(causal, head_dims, dtype):
     """Packed sequences (with an empty one and lengths around the tile edges) give what
     each sequence gives alone; lse is (heads, total_q)."""
-    skip_unless_compiled(head_dim, dtype)
+    skip_unless_compiled(head_dims, dtype)
+    head_dim, head_dim_v = head_dims
     lengths_q, lengths_k = [129, 0, 1, 300, 128], [129, 5, 1, 700, 127]
     cu_q = torch.tensor([0] + lengths_q, device="cuda").cumsum(0).int()
     cu_k = torch.tensor([0] + lengths_k, device="cuda").cumsum(0).int()
     q = torch.randn(sum(lengths_q), 8, head_dim, device="cuda", dtype=dtype)
     k = torch.randn(sum(lengths_k), 2, head_dim, device="cuda", dtype=dtype)
-    v = torch.randn_like(k)
+    v = torch.randn(sum(lengths_k), 2, head_dim_v, device="cuda", dtype=dtype)
     sink = torch.randn(8, device="cuda")
     out, lse = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lengths_q), max(lengths_k), causal=causal,
                                       window_size=(200, -1), learnable_sink=sink, return_lse=True)
-    assert out.shape == q.shape and lse.shape == (8, q.shape[0])
+    assert out.shape == (*q.shape[:2], head_dim_v) and lse.shape == (8, q.shape[0])
     for b in range(len(lengths_q)):
         rows_q, rows_k = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
         if lengths_q[b] == 0:

@@ -16,6 +16,14 @@ def test_fake_forward_shapes(shape_q, shape_kv, dtype):
     assert lse.shape == (shape_q[0], shape_q[2], shape_q[1]) and lse.dtype == torch.float32
 
 
+def test_fake_forward_shapes_with_a_value_head_dim_of_its_own():
+    q = torch.empty(2, 100, 8, 192, device="meta", dtype=torch.bfloat16)
+    k = torch.empty(2, 300, 2, 192, device="meta", dtype=torch.bfloat16)
+    v = torch.empty(2, 300, 2, 128, device="meta", dtype=torch.bfloat16)
+    out, lse = torch.ops.warpflash.forward(q, k, v, None, None, None, None, 0, 0, 0.1, True, -1, -1, 0, 0.0, None)
+    assert out.shape == (2, 100, 8, 128) and lse.shape == (2, 8, 100)
+
+
 def test_fake_varlen_shapes():
     q = torch.empty(300, 8, 128, device="meta", dtype=torch.bfloat16)
     k = torch.empty(500, 2, 128, device="meta", dtype=torch.bfloat16)

@@ -63,8 +63,11 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   TORCH_CHECK_TYPE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
                    "warpflash: q, k, v must share a dtype, got ", python_dtype(q.scalar_type()), ", ",
                    python_dtype(k.scalar_type()), ", ", python_dtype(v.scalar_type()));
-  TORCH_CHECK_VALUE(k.sizes() == v.sizes(), "warpflash: k and v must have the same shape, got ", python_shape(k), " and ",
-                    python_shape(v));
+  // v may have a head dim of its own (d_v: 192 / 128 for DeepSeek-V3); all else as k.
+  bool kv_agree = k.dim() == v.dim();
+  for (int64_t i = 0; kv_agree && i + 1 < k.dim(); ++i) kv_agree = k.size(i) == v.size(i);
+  TORCH_CHECK_VALUE(kv_agree, "warpflash: k and v must have the same shape but for the last dimension (head_dim_v), got ",
+                    python_shape(k), " and ", python_shape(v));
   if (rank == 4) {
     TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
                       python_shape(k), " must agree in batch and head_dim");
@@ -104,10 +107,11 @@ struct ForwardOptions {
   double softcap;
 };
 
-// Dense: q (batch, seqlen_q, heads_q, head_dim), k, v (batch, seqlen_k, heads_kv, head_dim).
-// Packed (cu_seqlens_q given): q (total_q, heads_q, head_dim), k, v (total_k, ...), lse
-// (heads_q, total_q). Returns out (contiguous, shaped like q) and, when with_lse, the fp32
-// lse (else an undefined tensor: no allocation, no LSE stores).
+// Dense: q (batch, seqlen_q, heads_q, head_dim), k (batch, seqlen_k, heads_kv, head_dim),
+// v (..., head_dim_v). Packed (cu_seqlens_q given): q (total_q, heads_q, head_dim), k, v
+// (total_k, ...), lse (heads_q, total_q). Returns out (contiguous, shaped like q with v's
+// head dim) and, when with_lse, the fp32 lse (else an undefined tensor: no allocation, no
+// LSE stores).
 std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                const c10::optional<at::Tensor>& cu_seqlens_q,
                                                const c10::optional<at::Tensor>& cu_seqlens_k,
@@ -139,7 +143,9 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
     sink = learnable_sink->to(at::kFloat).contiguous();
     args.learnable_sink = sink.data_ptr<float>();
   }
-  at::Tensor out = at::empty(q.sizes(), q.options());
+  std::vector<int64_t> out_shape(q.sizes().begin(), q.sizes().end());
+  out_shape.back() = v.size(-1);
+  at::Tensor out = at::empty(out_shape, q.options());
   at::Tensor lse;
   if (with_lse) {
     lse = packed ? at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat))
@@ -147,11 +153,11 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
   }
   args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
   if (packed) {
-    args.shape = {batch, max_seqlen_q, max_seqlen_k, q.size(1), k.size(1), q.size(2)};
+    args.shape = {batch, max_seqlen_q, max_seqlen_k, q.size(1), k.size(1), q.size(2), v.size(2)};
     args.total_q = q.size(0);
     args.total_k = k.size(0);
   } else {
-    args.shape = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
+    args.shape = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
   }
   args.q = view_of(q);
   args.k = view_of(k);
@@ -225,7 +231,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return warpflash::compiled_head_dims(dtype == "bfloat16" ? warpflash::DType::kBFloat16
                                                                  : warpflash::DType::kFloat16);
       },
-      "Head dims this build has kernels for: compiled_head_dims('bfloat16' or 'float16')");
+      "Head dims this build has kernels for (V's the same): compiled_head_dims('bfloat16' or 'float16')");
+  m.def(
+      "compiled_head_dim_pairs",
+      [](const std::string& dtype) {
+        std::vector<std::pair<int, int>> pairs;
+        for (warpflash::HeadDims dims : warpflash::compiled_head_dim_pairs(
+                 dtype == "bfloat16" ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16)) {
+          pairs.emplace_back(dims.qk, dims.v);
+        }
+        return pairs;
+      },
+      "(head_dim, head_dim_v) pairs this build has kernels for: compiled_head_dim_pairs('bfloat16' or 'float16')");
   m.def("forward", &forward_eager,
         "Attention forward: the operator's arguments and return_lse -> out, or (out, lse) with return_lse");
 }

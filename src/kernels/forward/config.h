@@ -44,6 +44,10 @@ struct ForwardTileConfig {
 // - d=64: 192 query rows in three consumer warpgroups (160 registers each suffice for
 //   the small S and O accumulators); +7-22% over 128 x 128 except short causal problems.
 // - d=128: 128 x 128; 128 x 160 / 176 gain 2-4% at 8k-16k but lose 7-25% below 4k.
+// - d=96: 128 x 128 as d=128 (FA3 runs 192 x 144 with P through shared memory; our P
+//   stays in registers, and three 160-register consumer warpgroups would not hold S, O and P).
+// - d=192: 128 x 112 with one Q buffer (128 x 128 when d_v = 128): Q, two stages of K and
+//   V fill 216 KB (208 KB); no room for an O buffer, O leaves from registers.
 // - d=256: 128 x 80 with one Q buffer: a 128x256 Q tile, two stages of K and V and the
 //   fp32 O accumulator (128 registers a thread) fill 224 KB of shared memory and the
 //   consumers' 240 registers (spill-free only since the consumers keep one pipeline state,
@@ -72,6 +76,11 @@ struct ForwardTileConfig {
 //   multicast each K/V block, halving what L2 serves; at 16k +2% (d=128) and +3.5%
 //   (d=256); clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up.
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
+// The loops an instance compiles (kernels.manifest): the plain one (CausalMask) for dense
+// equal-length problems with no mask or a causal one and no softcap, the general one
+// (AttentionMask) for all problems. Each loop is a kernel of its own, so lines that only
+// speed up the plain problems compile only that one.
+enum ForwardLoops { kPlainLoop = 1, kGeneralLoop = 2, kBothLoops = 3 };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kLongMinSeqlenK = 8192;
 constexpr int kShortMaxSeqlenK = 1024;
@@ -83,7 +92,7 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
                                          bool uniform_tiles = true) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
   bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
-  if (head_dim != 64 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
+  if ((head_dim == 128 || head_dim == 256) && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
     return ForwardVariant::kLongClustered;
   }
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
@@ -91,7 +100,8 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
   return ForwardVariant::kDefault;
 }
 
-constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant variant = ForwardVariant::kDefault) {
+constexpr ForwardTileConfig forward_tile_config(int head_dim, int head_dim_v,
+                                                ForwardVariant variant = ForwardVariant::kDefault) {
 #if defined(WARPFLASH_TILES_D64C)
   if (variant == ForwardVariant::kShortCausal) return WARPFLASH_TILES_OVERRIDE(64C);
 #endif
@@ -112,6 +122,8 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, ForwardVariant var
   if (head_dim == 256) return WARPFLASH_TILES_OVERRIDE(256);
 #endif
   if (head_dim == 64) return ForwardTileConfig{192, 128, 2, 3};
+  if (head_dim == 96) return ForwardTileConfig{128, 128, 2, 2};
+  if (head_dim == 192) return ForwardTileConfig{128, head_dim_v <= 128 ? 128 : 112, 2, 2, /*q_stages=*/1};
   return head_dim == 128 ? ForwardTileConfig{128, 128, 2, 2} : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1};
 }
 #undef WARPFLASH_TILES_OVERRIDE

@@ -84,11 +84,11 @@ struct ForwardEpilogue {
     float* o_slot = params.split_workspace + slot * Traits::kSplitSlotFloats;
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < size(acc_o); i += 2) {
-      float* dst = o_slot + get<0>(tOcO(i)) * Traits::kHeadDim + get<1>(tOcO(i));
+      float* dst = o_slot + get<0>(tOcO(i)) * Traits::kHeadDimV + get<1>(tOcO(i));
       *reinterpret_cast<float2*>(dst) = make_float2(acc_o(i), acc_o(i + 1));
     }
     if (threadIdx.x % 4 != 0) return;
-    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDim;
+    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) lse_slot[get<0>(tOcO_rc(r, 0))] = lse[r];
@@ -105,7 +105,7 @@ struct ForwardEpilogue {
   // (row, column) in the tile of every O element this thread holds.
   CUTE_DEVICE static auto output_coordinates(int consumer_tid) {
     typename Traits::TiledMmaPV mma_pv;
-    Tensor cO = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+    Tensor cO = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDimV>{});
     return mma_pv.get_thread_slice(consumer_tid).partition_C(cO);
   }
 
@@ -139,8 +139,8 @@ struct ForwardEpilogue {
     OutputBarrier::sync(kWarpgroupThreads, buffer_barrier);
 
     if (warpgroup_tid == 0) {
-      Tensor mO = params.tma_o.get_tma_tensor(params.shape_q)(_, _, tile.head, tile.batch);
-      Tensor gO = local_tile(mO, Shape<_64, typename Traits::HeadDim>{},
+      Tensor mO = params.tma_o.get_tma_tensor(params.shape_o)(_, _, tile.head, tile.batch);
+      Tensor gO = local_tile(mO, Shape<_64, typename Traits::HeadDimV>{},
                              make_coord(tile.m_block * Traits::kConsumerWarpgroups + warpgroup, _0{}));
       auto tma_o = params.tma_o.get_slice(_0{});
       copy(params.tma_o, tma_o.partition_S(sO), tma_o.partition_D(gO));

@@ -46,13 +46,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   }
   typename PipelineKV::Params pipeline_params;
-  pipeline_params.transaction_bytes = Traits::kBytesKV;
   pipeline_params.role = is_producer              ? PipelineKV::ThreadCategory::Producer
                          : is_consumer_that_loads ? PipelineKV::ThreadCategory::ProducerConsumer
                                                   : PipelineKV::ThreadCategory::Consumer;
   pipeline_params.is_leader = kWarpSpecialization ? threadIdx.x == 0 : is_consumer_that_loads;
   pipeline_params.num_consumers = Traits::kConsumerThreads;
-  auto make_pipeline = [&](typename PipelineKV::SharedStorage& pipeline_storage) {
+  auto make_pipeline = [&](typename PipelineKV::SharedStorage& pipeline_storage, uint32_t transaction_bytes) {
+    pipeline_params.transaction_bytes = transaction_bytes;
     if constexpr (Traits::kClusterM == 1) {
       return PipelineKV(pipeline_storage, pipeline_params, Shape<_1, _1, _1>{});
     } else {
@@ -69,8 +69,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                         cute::false_type{});
     }
   };
-  PipelineKV pipeline_k = make_pipeline(storage.pipeline_k);
-  PipelineKV pipeline_v = make_pipeline(storage.pipeline_v);
+  PipelineKV pipeline_k = make_pipeline(storage.pipeline_k, Traits::kBytesK);
+  PipelineKV pipeline_v = make_pipeline(storage.pipeline_v, Traits::kBytesV);
   if constexpr (Traits::kClusterM == 1) {
     __syncthreads();
   } else {
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
     for_each_tile([&](int round, unsigned index, TileCoord tile, TileWork work) {
       typename Traits::TiledMmaPV mma_pv;
-      Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{});
       clear(acc_o);
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
       OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(params.scale_log2);

@@ -17,11 +17,12 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-// A (seqlen, head_dim, heads, batch) view as TMA sees it; Element is const for the inputs.
-template <class Traits, class Element = typename Traits::Element const>
+// A (seqlen, head_dim, heads, batch) view as TMA sees it, HeadDim wide; Element is const
+// for the inputs.
+template <class HeadDim, class Element>
 auto make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads, int64_t batch) {
   auto layout = make_layout(
-      make_shape(static_cast<int>(seqlen), typename Traits::HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
+      make_shape(static_cast<int>(seqlen), HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
       make_stride(view.seqlen_stride, _1{}, view.head_stride, view.batch_stride));
   return make_tensor(make_gmem_ptr(static_cast<Element*>(view.data)), layout);
 }
@@ -31,10 +32,12 @@ inline Status check_cuda(cudaError_t error, const char* what) {
   return Status::CudaError(std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
 }
 
-template <class Traits, class GmemTensor>
+// K or V: SmemLayout's (block_n, head_dim) tiles, in a cluster multicast to both CTAs.
+template <class Traits, class SmemLayout, class GmemTensor>
 auto make_tma_copy_kv(GmemTensor const& gKV) {
-  return make_tma_copy(typename Traits::CopyOpKV{}, gKV, take<0, 2>(typename Traits::SmemLayoutKV{}),
-                       Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, Int<Traits::kClusterM>{});
+  using HeadDim = std::decay_t<decltype(get<1>(gKV.shape()))>;
+  return make_tma_copy(typename Traits::CopyOpKV{}, gKV, take<0, 2>(SmemLayout{}),
+                       Shape<typename Traits::BlockN, HeadDim>{}, Int<Traits::kClusterM>{});
 }
 
 // A per-device constant (the SM count, how many clusters fit), queried on the first launch
@@ -57,7 +60,7 @@ Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Pa
   int n_blocks = params.mask.for_lengths(params.seq_q.seqlen, params.seq_k.seqlen).n_block_end(0, Traits::kBlockM, Traits::kBlockN);
   SplitTail split = SplitTail::plan(scheduler.num_tiles() / Traits::kClusterM, workers, n_blocks, Traits::kClusterM);
   if (!split.active()) return Status::Ok();
-  size_t needed = split_workspace_bytes(workers * Traits::kClusterM, Traits::kBlockM, Traits::kHeadDim);
+  size_t needed = split_workspace_bytes(workers * Traits::kClusterM, Traits::kBlockM, Traits::kHeadDimV);
   if (args.workspace_bytes < needed) {
     return Status::InvalidArgument("warpflash::forward: workspace_bytes = " + std::to_string(args.workspace_bytes) +
                                    " is too small: this problem needs " + std::to_string(needed) +
@@ -75,7 +78,7 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
                             params.scheduler,
                             ctas,
                             Traits::kBlockM,
-                            Traits::kHeadDim,
+                            Traits::kHeadDimV,
                             params.seq_q.seqlen,
                             args.o.data,
                             args.o.batch_stride,
@@ -84,35 +87,46 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
                             args.lse};
 }
 
-// Expects validated arguments (src/api/validate.cpp) with a non-empty query side.
-template <class Element, int kHeadDim, ForwardVariant kVariant>
+// Expects validated arguments (src/api/validate.cpp) with a non-empty query side, and a
+// plain problem where kLoops has only the plain loop (forward_variant_of() in dispatch.h).
+template <class Element, int kHeadDim, int kHeadDimV, ForwardVariant kVariant, int kLoops>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
-  using Traits = ForwardTraits<Element, kHeadDim, kVariant>;
+  using Traits = ForwardTraits<Element, kHeadDim, kHeadDimV, kVariant>;
+  using HeadDim = typename Traits::HeadDim;
+  using HeadDimV = typename Traits::HeadDimV;
+  using Input = Element const;
   AttentionShape const& shape = args.shape;
 
   // Packed (varlen) sides are one batch of total rows: (total, head_dim, heads, 1).
   bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
   int64_t rows_q = packed_q ? args.total_q : shape.seqlen_q, batch_q = packed_q ? 1 : shape.batch;
   int64_t rows_k = packed_k ? args.total_k : shape.seqlen_k, batch_k = packed_k ? 1 : shape.batch;
-  auto gQ = make_gmem_tensor<Traits>(args.q, rows_q, shape.heads_q, batch_q);
+  auto gQ = make_gmem_tensor<HeadDim, Input>(args.q, rows_q, shape.heads_q, batch_q);
   // TMA tensor maps need a valid address and every dimension >= 1. Without keys no K/V
   // load is ever issued (every tile's block range is empty), so the K/V maps may
-  // describe the first row of Q instead of the (possibly null) empty K and V.
+  // describe the first row of Q (at least d_v wide) instead of the (possibly null) empty
+  // K and V.
   bool keys_empty = rows_k == 0 || shape.seqlen_k == 0;
-  auto gK = keys_empty ? make_gmem_tensor<Traits>(args.q, 1, shape.heads_kv, batch_k)
-                       : make_gmem_tensor<Traits>(args.k, rows_k, shape.heads_kv, batch_k);
-  auto gV = keys_empty ? gK : make_gmem_tensor<Traits>(args.v, rows_k, shape.heads_kv, batch_k);
+  TensorView4d const& k_view = keys_empty ? args.q : args.k;
+  TensorView4d const& v_view = keys_empty ? args.q : args.v;
+  int64_t rows_kv = keys_empty ? 1 : rows_k;
+  auto gK = make_gmem_tensor<HeadDim, Input>(k_view, rows_kv, shape.heads_kv, batch_k);
+  auto gV = make_gmem_tensor<HeadDimV, Input>(v_view, rows_kv, shape.heads_kv, batch_k);
+  auto gO_shape = make_shape(static_cast<int>(rows_q), HeadDimV{}, static_cast<int>(shape.heads_q),
+                             static_cast<int>(batch_q));
 
   ForwardMask mask = forward_mask(args);
   // Sequences of different lengths: tiles longest first (ForwardTileScheduler::plan).
   bool lengths_vary = !dense_equal_lengths(args);
   float softcap = args.softcap;
   typename Traits::Params params{
-      make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, _1{}),
-      make_tma_copy_kv<Traits>(gK),
-      make_tma_copy_kv<Traits>(gV),
+      make_tma_copy(SM90_TMA_LOAD{}, gQ, typename Traits::SmemLayoutQ{}, Shape<typename Traits::BlockM, HeadDim>{}, _1{}),
+      make_tma_copy_kv<Traits, typename Traits::SmemLayoutK>(gK),
+      make_tma_copy_kv<Traits, typename Traits::SmemLayoutV>(gV),
       gQ.shape(),
       gK.shape(),
+      gV.shape(),
+      gO_shape,
       static_cast<Element*>(args.o.data),
       args.o.batch_stride,
       args.o.seqlen_stride,
@@ -136,13 +150,25 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   };
 
   if constexpr (Traits::kTmaStoreO) {
-    auto gO = make_gmem_tensor<Traits, Element>(args.o, rows_q, shape.heads_q, batch_q);
+    auto gO = make_gmem_tensor<HeadDimV, Element>(args.o, rows_q, shape.heads_q, batch_q);
     params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
-                                 Shape<_64, typename Traits::HeadDim>{}, _1{});
+                                 Shape<_64, HeadDimV>{}, _1{});
   }
 
-  // The plain kernel or the general one (kernel.h).
-  auto kernel = params.plain ? forward_kernel<Traits, CausalMask> : forward_kernel<Traits, AttentionMask>;
+  // The plain kernel or the general one (kernel.h), of those the instance compiles.
+  static_assert(kLoops == kPlainLoop || kLoops == kGeneralLoop || kLoops == kBothLoops, "kernels.manifest's loops");
+  if constexpr (kLoops == kPlainLoop) {
+    if (!params.plain) {
+      return Status::InvalidArgument("forward_kernel: this instance has only the plain loop (dense equal-length "
+                                     "sequences, no mask but causal, no softcap)");
+    }
+  }
+  if constexpr (kLoops == kGeneralLoop) params.plain = false;
+  auto kernel = [&] {
+    if constexpr (kLoops == kPlainLoop) return forward_kernel<Traits, CausalMask>;
+    else if constexpr (kLoops == kGeneralLoop) return forward_kernel<Traits, AttentionMask>;
+    else return params.plain ? forward_kernel<Traits, CausalMask> : forward_kernel<Traits, AttentionMask>;
+  }();
   // The shared-memory opt-in is a per-device attribute of each kernel: set it once per device.
   static std::atomic<uint64_t> configured_devices[2] = {};
   std::atomic<uint64_t>& configured = configured_devices[params.plain ? 0 : 1];

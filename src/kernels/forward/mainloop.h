@@ -107,8 +107,8 @@ struct ForwardMainloop {
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                      PipelineKV& pipeline_v, TileCoord tile, TileWork const& work, int round) {
     Tensor sQ = smem_q(storage, round);
-    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
-    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutKV{});
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
 
     int kv_head = tile.head / params.heads_per_kv_head;
     // Packed (varlen) sequences start at their offset in batch 0's token dimension. Rows
@@ -117,14 +117,14 @@ struct ForwardMainloop {
     Tensor mQ = domain_offset(make_coord(work.offset_q, _0{}),
                               params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, batch_q));
     Tensor mK = domain_offset(make_coord(work.offset_k, _0{}),
-                              params.tma_k.get_tma_tensor(params.shape_kv)(_, _, kv_head, batch_k));
+                              params.tma_k.get_tma_tensor(params.shape_k)(_, _, kv_head, batch_k));
     Tensor mV = domain_offset(make_coord(work.offset_k, _0{}),
-                              params.tma_v.get_tma_tensor(params.shape_kv)(_, _, kv_head, batch_k));
+                              params.tma_v.get_tma_tensor(params.shape_v)(_, _, kv_head, batch_k));
     Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
                            make_coord(tile.m_block, _0{}));
     // (block_n, head_dim, n_block)
     Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}, make_coord(_, _0{}));
 
     auto tma_q = params.tma_q.get_slice(_0{});
     // In a cluster this CTA loads its share of each K/V block (its slice) for both CTAs.
@@ -187,7 +187,7 @@ struct ForwardMainloop {
                               unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
                               AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
     Tensor sQ = smem_q(storage, round);
-    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKV{});
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
 
     typename Traits::TiledMmaQK mma_qk;

@@ -36,11 +36,12 @@ inline bool dense_equal_lengths(ForwardArgs const& args) {
 // Dense equal-length sequences without a mask: every tile visits every K/V block. Only
 // such problems may run on the clustered kernels (both CTAs of a cluster need the same
 // blocks) and split their last round. Not with sinks either: a split tile's pieces would
-// each count the sink (the merge does not add it).
+// each count the sink (the merge does not add it). Nor with softcap: then every uniform
+// problem is a plain one, and the clustered instances compile only the plain loop.
 inline bool uniform_tiles(ForwardArgs const& args) {
   AttentionMask mask = forward_mask(args).mask;
   return dense_equal_lengths(args) && !mask.has_left_bound() && !mask.has_right_bound() &&
-         args.learnable_sink == nullptr;
+         args.learnable_sink == nullptr && !(args.softcap > 0.f);
 }
 
 // Dense equal-length sequences, no mask or a causal one (no left bound, no chunk, right

@@ -17,11 +17,21 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-template <class Element_, int kHeadDim_, ForwardVariant kVariant = ForwardVariant::kDefault>
+// The 16-bit K-major shared-memory atom with the widest swizzle a row of kDim elements
+// fills: 128 bytes for multiples of 64 elements, 64 bytes for d=96.
+template <class Element, int kDim>
+using SmemAtomOfRow = std::conditional_t<kDim % 64 == 0, GMMA::Layout_K_SW128_Atom<Element>,
+                                         std::conditional_t<kDim % 32 == 0, GMMA::Layout_K_SW64_Atom<Element>,
+                                                            GMMA::Layout_K_SW32_Atom<Element>>>;
+
+// kHeadDim: of Q and K; kHeadDimV: of V and O (DeepSeek-V3's prefill: 192 and 128).
+template <class Element_, int kHeadDim_, int kHeadDimV_ = kHeadDim_, ForwardVariant kVariant = ForwardVariant::kDefault>
 struct ForwardTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kVariant);
+  static constexpr int kHeadDimV = kHeadDimV_;
+  static_assert(kHeadDimV <= kHeadDim, "an empty K/V side borrows Q's tensor map for V (launch.h)");
+  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kHeadDimV, kVariant);
   static constexpr int kBlockM = kConfig.block_m;
   static constexpr int kBlockN = kConfig.block_n;
   static constexpr int kStages = kConfig.stages;
@@ -40,21 +50,23 @@ struct ForwardTraits {
   // over Q and packed K/V coordinates, and its consumers fit in 232: 32 + 2 x 232 = 496.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
   static constexpr int kProducerRegisters = kRoomyProducer ? 32 : 24;
-  // d=256's consumers hold a 128-register O accumulator and have none to spare: they
-  // compute the tile's coordinates again for the epilogue instead of holding them through
-  // the main loop. Elsewhere that costs 3-4% on short tiles (d=64 causal 512-2k).
-  static constexpr bool kRecomputeTileForEpilogue = kHeadDim == 256;
+  // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
+  // to spare: they compute the tile's coordinates again for the epilogue instead of
+  // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
+  // causal 512-2k).
+  static constexpr bool kRecomputeTileForEpilogue = kHeadDimV >= 192;
   // Where the consumers have no registers to hold Q's GMMA descriptors through the loop
-  // (mainloop.h, q_operand).
-  static constexpr bool kRecomputeQDescriptors = kHeadDim == 256 || kBlockN > 128;
+  // (mainloop.h, q_operand): 12-16 K slices of Q, or wide S tiles.
+  static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? (kRoomyProducer ? 232 : 240) : 160;
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
-  // Lazy rescaling of O (softmax.h) where O's rescale is most of the softmax's work: d=256
-  // (128 FMULs a thread per 128 x 80 block against 40 exp2); +3-6% there, -5% for d=128
-  // non-causal and up to -8% for d=64 causal 1k (docs/perf-notes.md).
-  static constexpr bool kLazyRescale = kHeadDim == 256;
+  // Lazy rescaling of O (softmax.h) where O's rescale is most of the softmax's work: O
+  // wider than the S block, as d=256's (128 FMULs a thread per 128 x 80 block against 40
+  // exp2); +3-6% there, -5% for d=128 non-causal and up to -8% for d=64 causal 1k
+  // (docs/perf-notes.md). d=192's 128 x 112 tiles (96 against 56) follow d=256 unmeasured.
+  static constexpr bool kLazyRescale = kHeadDimV > kBlockN;
   // The K/V multicast needs the producer warpgroup (the ablation's consumer that loads
   // does not wait for the partner CTA's releases).
   static constexpr int kClusterM = kWarpSpecialization ? kConfig.cluster_m : 1;
@@ -67,11 +79,12 @@ struct ForwardTraits {
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "register budgets for 2 or 3 consumer warpgroups");
 
   static_assert(kBlockM == 64 * kConsumerWarpgroups, "each consumer warpgroup owns 64 query rows");
-  static_assert(kHeadDim % 64 == 0, "rows of 128 bytes use the 128-byte swizzle");
+  static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "rows of 64 or 128-byte swizzle atoms");
 
   using BlockM = Int<kBlockM>;
   using BlockN = Int<kBlockN>;
   using HeadDim = Int<kHeadDim>;
+  using HeadDimV = Int<kHeadDimV>;
   using Stages = Int<kStages>;
 
   // Consumer warpgroups stack along M; each WGMMA atom is 64 rows.
@@ -80,23 +93,25 @@ struct ForwardTraits {
   using TiledMmaQK = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockN, HeadDim>>(), MmaWarpgroups{}));
   // O += P V: P from registers, V read transposed (MN-major) from its row-major tile.
-  using MmaAtomPV = decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockN>,
+  using MmaAtomPV = decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDimV, BlockN>,
                                                   GMMA::Major::K, GMMA::Major::MN>());
   using TiledMmaPV = decltype(make_tiled_mma(MmaAtomPV{}, MmaWarpgroups{}));
 
-  using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemAtom = SmemAtomOfRow<Element, kHeadDim>;
+  using SmemAtomV = SmemAtomOfRow<Element, kHeadDimV>;
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<BlockM, HeadDim>{}));
-  using SmemLayoutKV = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
-  // V^T: the same bytes as V seen as (head_dim, block_n, stage).
+  using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
+  using SmemLayoutV = decltype(tile_to_shape(SmemAtomV{}, Shape<BlockN, HeadDimV, Stages>{}));
+  // V^T: the same bytes as V seen as (head_dim_v, block_n, stage).
   using SmemLayoutVt = decltype(composition(
-      SmemLayoutKV{}, make_ordered_layout(Shape<HeadDim, BlockN, Stages>{}, Step<_2, _1, _3>{})));
+      SmemLayoutV{}, make_ordered_layout(Shape<HeadDimV, BlockN, Stages>{}, Step<_2, _1, _3>{})));
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
   // What a CTA may use of the 227 KB opt-in, leaving room for the barriers.
   static constexpr int kSharedMemoryBudget = 226 * 1024;
   static constexpr int kSmemQBytes = cute::cosize_v<SmemLayoutQ> * sizeof(Element);
-  static constexpr int kSmemKVBytes = 2 * cute::cosize_v<SmemLayoutKV> * sizeof(Element);
+  static constexpr int kSmemKVBytes = (cute::cosize_v<SmemLayoutK> + cute::cosize_v<SmemLayoutV>) * sizeof(Element);
   static constexpr int kStagesQ = kConfig.q_stages;
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
@@ -105,17 +120,19 @@ struct ForwardTraits {
   // warpgroup writes its 64 rows with stmatrix into its own part of the buffer and stores
   // them, so no warpgroup waits for another at the end of a tile. Otherwise (d=256's default
   // kernel) each thread stores its fragment to global memory.
-  static constexpr bool kOwnBufferO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemQBytes <= kSharedMemoryBudget;
+  static constexpr int kSmemOBytes = kBlockM * kHeadDimV * sizeof(Element);
+  static constexpr bool kOwnBufferO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemOBytes <= kSharedMemoryBudget;
   // With one Q buffer and no room for an O buffer (d=256's 128 x 64 short kernel), each
   // warpgroup writes its O into its own 64 rows of the Q buffer, which only its own
   // S = Q K^T GEMMs read; the producer loads the next Q once the TMA stores have read them.
-  // Not d=256's 128 x 80 tiles: their consumers have no registers left for it (they spill).
-  static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && !(kHeadDim == 256 && kBlockN > 64);
+  // Not wider S tiles (d=256's 128 x 80, d=192's): their consumers have no registers left
+  // for it (d=256's spill).
+  static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
-      decltype(tile_to_shape(SmemAtom{}, Shape<_64, HeadDim>{}))>;
+      decltype(tile_to_shape(SmemAtomV{}, Shape<_64, HeadDimV>{}))>;
   // One warpgroup's share of O = P V, for partitioning its 64 rows.
   using TiledMmaPVWarpgroup = decltype(make_tiled_mma(MmaAtomPV{}));
   struct NoBuffer {};
@@ -125,8 +142,8 @@ struct ForwardTraits {
 
   struct SharedStorage {
     cute::array_aligned<Element, kStagesQ * cute::cosize_v<SmemLayoutQ>, 1024> q;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutV>, 1024> v;
     BufferO o;
     // The persistent kernel reuses the Q buffers: full when loaded, empty when every
     // consumer has issued its last S = Q K^T of the tile (with kOInQBuffer: when its
@@ -139,26 +156,32 @@ struct ForwardTraits {
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
-  static constexpr uint32_t kBytesKV = kBlockN * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesK = kBlockN * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesV = kBlockN * kHeadDimV * sizeof(Element);
 
   // Global tensors as TMA sees them: (seqlen, head_dim, heads, batch), head_dim contiguous.
-  using GmemLayout = Layout<Shape<int, HeadDim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
-  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
-  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutQ{}, Shape<BlockM, HeadDim>{}, _1{}));
+  template <class Dim>
+  using GmemLayout = Layout<Shape<int, Dim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
+  template <class Dim, class Pointee = Element const>
+  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Pointee*>(nullptr)), GmemLayout<Dim>{}));
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDim>{}, SmemLayoutQ{}, Shape<BlockM, HeadDim>{}, _1{}));
   // With a cluster each CTA loads its share of a K/V block and multicasts it to both.
   using CopyOpKV = std::conditional_t<kClusterM == 1, SM90_TMA_LOAD, SM90_TMA_LOAD_MULTICAST>;
-  using TmaKV = decltype(make_tma_copy(CopyOpKV{}, GmemTensor{}, take<0, 2>(SmemLayoutKV{}),
-                                       Shape<BlockN, HeadDim>{}, Int<kClusterM>{}));
-  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}));
-  using TmaO =
-      decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpgroup{}, Shape<_64, HeadDim>{}, _1{}));
+  using TmaK = decltype(make_tma_copy(CopyOpKV{}, GmemTensor<HeadDim>{}, take<0, 2>(SmemLayoutK{}),
+                                      Shape<BlockN, HeadDim>{}, Int<kClusterM>{}));
+  using TmaV = decltype(make_tma_copy(CopyOpKV{}, GmemTensor<HeadDimV>{}, take<0, 2>(SmemLayoutV{}),
+                                      Shape<BlockN, HeadDimV>{}, Int<kClusterM>{}));
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDimV, Element>{}, SmemLayoutOWarpgroup{},
+                                      Shape<_64, HeadDimV>{}, _1{}));
 
   struct Params {
     TmaQ tma_q;
-    TmaKV tma_k;
-    TmaKV tma_v;
+    TmaK tma_k;
+    TmaV tma_v;
     Shape<int, HeadDim, int, int> shape_q;
-    Shape<int, HeadDim, int, int> shape_kv;
+    Shape<int, HeadDim, int, int> shape_k;
+    Shape<int, HeadDimV, int, int> shape_v;
+    Shape<int, HeadDimV, int, int> shape_o;
     Element* o;
     int64_t o_batch_stride;
     int64_t o_seqlen_stride;
@@ -184,7 +207,7 @@ struct ForwardTraits {
     // normalized O, (kBlockM, kHeadDim), then its LSE, (kBlockM), fp32.
     float* split_workspace;
   };
-  static constexpr int kSplitSlotFloats = kBlockM * (kHeadDim + 1);
+  static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
 
 }  // namespace warpflash::kernels
