@@ -19,6 +19,7 @@ after --warmup, the implementations interleaved per configuration, --repeats tim
     python3 bench/features.py --csv features.csv [--sections varlen,window,options,headdims]
 """
 import argparse
+import csv
 import sys
 
 import torch
@@ -133,10 +134,11 @@ def run(args):
         head_dims_section(bench=bench, found=found)
 
     if args.csv:
-        with open(args.csv, "w") as out:
-            out.write("config,impl,ms_median,tflops\n")
+        with open(args.csv, "w", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerow(["config", "impl", "ms_median", "tflops"])
             for label, name, ms, tf in rows:
-                out.write(f"{label},{name},{ms:.5f},{tf:.1f}\n")
+                writer.writerow([label, name, f"{ms:.5f}", f"{tf:.1f}"])
 
 
 def window_section(q_shape, bench, found):

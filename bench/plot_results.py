@@ -4,6 +4,7 @@ figures: one panel per (head dim, mask), one line per implementation, one figure
 
     python3 bench/plot_results.py --warpflash wf.csv --sdpa sdpa.csv --out-dir plots/
     python3 bench/plot_results.py --results python.csv --out-dir plots/   # bench/benchmark.py's
+    python3 bench/plot_results.py --features features.csv --out-dir plots/  # bench/features.py's
 
 bench/benchmark.py calls plot_tflops() directly with its own rows.
 """
@@ -14,9 +15,9 @@ import os
 from collections import defaultdict
 
 STYLES = {"warpflash": ("tab:red", "o"), "cudnn": ("tab:green", "s"), "fa2": ("tab:blue", "^"),
-          "flex": ("tab:purple", "D")}
+          "flex": ("tab:purple", "D"), "fa3": ("tab:orange", "v"), "fa4": ("tab:brown", "P")}
 LABELS = {"warpflash": "warpflash", "cudnn": "cuDNN", "fa2": "FA2 (SDPA flash)",
-          "flex": "FlexAttention"}
+          "flex": "FlexAttention", "fa3": "FA3 (fa3-fwd)", "fa4": "FA4 (flash-attn-4)"}
 
 
 def read_rows(path, impl=None):
@@ -83,16 +84,61 @@ def plot_tflops(rows, out_dir, title="", xlabel="seqlen (16k tokens per batch)")
     return paths
 
 
+def plot_features(path, out_dir):
+    """Writes features.png into out_dir from a bench/features.py CSV (config, impl,
+    ms_median, tflops): one group of horizontal bars per configuration, one bar per
+    implementation; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs, impls, tflops = [], [], {}
+    with open(path, newline="") as f:
+        for fields in list(csv.reader(f))[1:]:
+            # Older CSVs left commas inside the config unquoted: the last three fields are
+            # impl, ms_median, tflops.
+            config, impl, value = ",".join(fields[:-3]), fields[-3], float(fields[-1])
+            if config not in configs:
+                configs.append(config)
+            if impl not in impls:
+                impls.append(impl)
+            tflops[(config, impl)] = value
+    height = 0.8 / len(impls)
+    fig, ax = plt.subplots(figsize=(9, 0.25 * len(configs) * len(impls) + 1.5))
+    others = iter(plt.get_cmap("tab10").colors[4:])  # for variants (plain, softcap, ...) of one implementation
+    for i, impl in enumerate(impls):
+        measured = [(c, tflops[(config, impl)]) for c, config in enumerate(configs) if (config, impl) in tflops]
+        color = STYLES[impl][0] if impl in STYLES else next(others, "gray")
+        ax.barh([c - 0.4 + (i + 0.5) * height for c, _ in measured], [v for _, v in measured], height,
+                label=LABELS.get(impl, impl), color=color)
+    ax.set_yticks(range(len(configs)), configs, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("TFLOP/s (visible scores)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, "features.png")
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warpflash", help="CSV of build/bench/warpflash_bench")
     parser.add_argument("--sdpa", help="CSV of bench/sdpa_baseline.py (cudnn, fa2 rows)")
     parser.add_argument("--results", help="CSV of bench/benchmark.py (all implementations)")
+    parser.add_argument("--features", help="CSV of bench/features.py (a bar chart)")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("--title", default="", help="appended to each figure title (GPU, date)")
     args = parser.parse_args(argv)
+    if args.features:
+        print(f"wrote {plot_features(args.features, args.out_dir)}")
     if not (args.warpflash or args.results):
-        parser.error("give --warpflash or --results")
+        if args.features:
+            return
+        parser.error("give --warpflash, --results or --features")
 
     rows = list(read_rows(args.warpflash, impl="warpflash")) if args.warpflash else []
     for path in (args.sdpa, args.results):

@@ -12,8 +12,8 @@
 #               LD_PRELOAD for it, e.g. a native-stack printer) and the wrapper overhead;
 #   benchmark   the side-by-side Python benchmark (benchmark.py) with plots; COMMIT names
 #               the code's commit (the device's copy of .git may be stale).
-#   features    varlen, window, softcap and sinks against FA3 / FA4 where installed
-#               (bench/features.py).
+#   features    varlen, window, softcap, sinks and head dims 96/192 against FA3 / FA4 where installed
+#               (bench/features.py), with a bar chart (features.png).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
 #               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16"; the
@@ -76,4 +76,5 @@ fi
 if has features && python3 -c "import warpflash" 2>/dev/null; then
   timeout ${FEATURES_TIMEOUT:-300} python3 bench/features.py --csv "$results/features.csv" > "$results/features.log" 2>&1
   echo "features rc=$?"; cat "$results/features.log"
+  python3 bench/plot_results.py --features "$results/features.csv" --out-dir "$results" > /dev/null 2>&1
 fi

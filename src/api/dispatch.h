@@ -24,9 +24,8 @@ inline kernels::ForwardTileConfig forward_tile_config_of(const ForwardArgs& args
 
 // nullptr when this build has no instance of the variant for the head dims with a loop
 // for the problem: a plain one (kernels::plain_problem) runs on either loop, others on the
-// general one. A head-dim pair that is
-// compiled has every variant and loop that forward_variant() picks for it
-// (DispatchTable.EveryPickedVariantIsCompiled).
+// general one. A head-dim pair that is compiled has every variant and loop that
+// forward_variant() picks for it (DispatchTable.EveryPickedVariantIsCompiled).
 ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, int64_t head_dim_v,
                                       kernels::ForwardVariant variant, bool plain);
 

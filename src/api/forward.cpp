@@ -97,13 +97,12 @@ ForwardLauncher find_forward_launcher(DType dtype, int64_t head_dim, int64_t hea
 }
 
 std::string compiled_kernels() {
-  static const char* const kVariantNames[] = {"default", "short causal", "long", "short", "long clustered"};
   static const char* const kLoopNames[] = {"", "plain loop", "general loop", "both loops"};
   std::string list;
   for (const ForwardEntry& entry : kForwardKernels) {
     list += text::concat(list.empty() ? "" : ", ", dtype_name(entry.dtype), " d", entry.head_dim);
     if (entry.head_dim_v != entry.head_dim) list += text::concat("/", entry.head_dim_v);
-    list += text::concat(" ", kVariantNames[static_cast<int>(entry.variant)], " (", kLoopNames[entry.loops], ")");
+    list += text::concat(" ", kernels::forward_variant_name(entry.variant), " (", kLoopNames[entry.loops], ")");
   }
   return list.empty() ? "none" : list;
 }
@@ -168,8 +167,8 @@ Status forward(const ForwardArgs& args) {
   if (launch == nullptr) {  // a manifest without the variant or loop this problem needs
     return Status::NotSupported(text::concat("warpflash::forward: this build has no ", dtype_name(args.dtype),
                                              " kernel for head_dim = ", args.shape.head_dim, ", head_dim_v = ",
-                                             args.shape.value_head_dim(), " of variant ",
-                                             static_cast<int>(forward_variant_of(args)), " with the ",
+                                             args.shape.value_head_dim(), " of the ",
+                                             kernels::forward_variant_name(forward_variant_of(args)), " variant with the ",
                                              plain ? "plain" : "general", " loop; it has ", compiled_kernels()));
   }
   return launch(args, scale);

@@ -76,6 +76,10 @@ struct ForwardTileConfig {
 //   multicast each K/V block, halving what L2 serves; at 16k +2% (d=128) and +3.5%
 //   (d=256); clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up.
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
+constexpr const char* forward_variant_name(ForwardVariant variant) {
+  constexpr const char* kNames[] = {"default", "short causal", "long", "short", "long clustered"};
+  return kNames[static_cast<int>(variant)];
+}
 // The loops an instance compiles (kernels.manifest): the plain one (CausalMask) for dense
 // equal-length problems with no mask or a causal one and no softcap, the general one
 // (AttentionMask) for all problems. Each loop is a kernel of its own, so lines that only

@@ -88,7 +88,7 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
 }
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side, and a
-// plain problem where kLoops has only the plain loop (forward_variant_of() in dispatch.h).
+// plain problem where kLoops has only the plain loop (find_forward_launcher() routes so).
 template <class Element, int kHeadDim, int kHeadDimV, ForwardVariant kVariant, int kLoops>
 Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   using Traits = ForwardTraits<Element, kHeadDim, kHeadDimV, kVariant>;
