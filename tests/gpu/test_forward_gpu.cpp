@@ -13,6 +13,7 @@
 #include "common/dtype_bits.h"
 #include "common/head_dims.h"
 #include "common/hopper_gpu.h"
+#include "common/test_seed.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
 #include "warpflash/warpflash.h"
@@ -138,7 +139,9 @@ TEST_P(ForwardGpuTest, MatchesReference) {
   auto [dtype, dims, causal, shape] = GetParam();
   if (!is_compiled(dtype, dims)) GTEST_SKIP() << head_dims_name(dims) << " not compiled for " << dtype_name(dtype);
   const int64_t head_dim = dims.qk, head_dim_v = dims.v;
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
+  std::mt19937 rng(seed);
   StridedTensor q(shape.batch, shape.seqlen_q, shape.heads_q, head_dim, shape.strided);
   StridedTensor k(shape.batch, shape.seqlen_k, shape.heads_kv, head_dim, shape.strided);
   StridedTensor v(shape.batch, shape.seqlen_k, shape.heads_kv, head_dim_v, shape.strided);
