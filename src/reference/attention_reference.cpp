@@ -290,105 +290,175 @@ void forward_low_precision(const Problem& p, Precision precision, const std::vec
 // and D = rowsum(P * dP) (= rowsum(dO * O)); pass 2 over key blocks recomputes P and dS
 // from them and gives dK and dV, summing over the Q heads that share a KV head.
 
-void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-              const std::vector<double>& v, const std::vector<double>& d_o,
-              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
-  check_inputs("backward", p, {{"q", &q}, {"d_o", &d_o}}, {{"k", &k}, {"v", &v}});
-  if (p.softcap > 0 || !p.sinks.empty() || p.value_head_dim() != p.head_dim) {
-    throw std::invalid_argument("reference::backward: softcap, sinks and head_dim_v != head_dim are not supported yet");
-  }
-  using V = View<double>;
-  const int64_t d = p.head_dim;
-  const int64_t q_stride = p.heads_q * d, kv_stride = p.heads_kv * d;
-  dq.assign(p.q_elements(), 0.0);
-  dk.assign(p.kv_elements(), 0.0);
-  dv.assign(p.kv_elements(), 0.0);
-  std::vector<double> lse(p.lse_elements()), delta(p.lse_elements());
+namespace {
 
-  // dS = scale * P * (dP - D) for rows [i0, i0 + rows) against keys [j0, j0 + keys), in
-  // place of dp; P is zero where masked, so masked entries stay zero.
-  auto scores_grad = [&](const double* pr, double* dp, int64_t rows, int64_t keys,
-                         const double* row_delta) {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < keys; ++j) {
-        const int64_t x = r * keys + j;
-        dp[x] = p.softmax_scale * pr[x] * (dp[x] - row_delta[r]);
-      }
-    }
+// The backward in T = double (the reference) or T = float (the low-precision emulation):
+// dQ, dK, dV and, when d_sinks is given, the sinks' gradient. P and dS go through `round`
+// before they enter a GEMM, as the kernels round them to the input type.
+template <typename T, typename Round>
+void backward_impl(const Problem& p, const T* q, const T* k, const T* v, const T* d_o, T* dq, T* dk, T* dv,
+                   double* d_sinks, Round round) {
+  using V = View<T>;
+  const int64_t d = p.head_dim, dvv = p.value_head_dim();
+  const int64_t q_stride = p.heads_q * d, k_stride = p.heads_kv * d;
+  const int64_t o_stride = p.heads_q * dvv, v_stride = p.heads_kv * dvv;
+  const T scale = static_cast<T>(p.softmax_scale), softcap = static_cast<T>(p.softcap);
+  std::vector<T> lse(p.lse_elements()), delta(p.lse_elements());
+  auto sink_of = [&](int64_t h) { return p.sinks.empty() ? kNegInf<T> : static_cast<T>(p.sinks[h]); };
+  // d(scaled, capped score) / d(raw score): the scale, times 1 - tanh^2 under a softcap.
+  auto score_slope = [&](T capped) {
+    if (!(softcap > 0)) return scale;
+    const T t = capped / softcap;
+    return scale * (T(1) - t * t);
   };
 
+  // Pass 1 over query rows: P, dP = dO V^T, D = rowsum(P * dP) (= rowsum(dO * O)),
+  // dS = P * (dP - D) * slope, dQ = dS K; keeps each row's LSE and D for pass 2.
   const int64_t heads = p.batch * p.heads_q;
   const int64_t row_chunks = chunk_count(heads, p.seqlen_q, kRowBlock);
   const int64_t chunk_rows = (p.seqlen_q + row_chunks - 1) / row_chunks;
   parallel_for(heads * row_chunks, [&](int64_t task) {
     const int64_t b = task / row_chunks / p.heads_q, h = task / row_chunks % p.heads_q;
     const int64_t g = kv_head(p, h);
-    const V kh = head_view(k.data(), b, p.seqlen_k, g, p.heads_kv, d);
-    const V vh = head_view(v.data(), b, p.seqlen_k, g, p.heads_kv, d);
-    const int64_t chunk = row_chunks - 1 - task % row_chunks;  // longest first, as above
+    const V kh = head_view(k, b, p.seqlen_k, g, p.heads_kv, d);
+    const V vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, dvv);
+    const int64_t chunk = row_chunks - 1 - task % row_chunks;  // longest first, as the forward
     const int64_t end = std::min(p.seqlen_q, (chunk + 1) * chunk_rows);
-    std::vector<double> s, dp;
+    std::vector<T> s, dp;
     for (int64_t i0 = chunk * chunk_rows; i0 < end; i0 += kRowBlock) {
       const int64_t rows = std::min(kRowBlock, end - i0);
       const int64_t keys = visible_keys(p, i0 + rows - 1);
-      const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
       const int64_t stats = (b * p.heads_q + h) * p.seqlen_q + i0;
-      const V q_rows{q.data() + first, q_stride, 1}, do_rows{d_o.data() + first, q_stride, 1};
-      softmax_rows(p, q_rows, kh, i0, rows, keys, kNegInf<double>, s, &lse[stats]);
-      dp.assign(rows * keys, 0.0);
-      gemm_acc<double>(rows, keys, d, do_rows, vh.transposed(), dp.data(), keys);
+      const V q_rows{q + ((b * p.seqlen_q + i0) * p.heads_q + h) * d, q_stride, 1};
+      const V do_rows{d_o + ((b * p.seqlen_q + i0) * p.heads_q + h) * dvv, o_stride, 1};
+      softmax_rows(p, q_rows, kh, i0, rows, keys, sink_of(h), s, &lse[stats]);
+      dp.assign(rows * keys, T(0));
+      gemm_acc<T>(rows, keys, dvv, do_rows, vh.transposed(), dp.data(), keys);
       for (int64_t r = 0; r < rows; ++r) {
-        double sum = 0;
+        T sum = 0;
         for (int64_t j = 0; j < keys; ++j) sum += s[r * keys + j] * dp[r * keys + j];
         delta[stats + r] = sum;
+        for (int64_t j = 0; j < keys; ++j) {
+          const T pr = s[r * keys + j];
+          // The capped score from P itself: log P + LSE (P = 0 needs none: dS is 0).
+          const T slope = pr > 0 ? score_slope(std::log(pr) + lse[stats + r]) : scale;
+          dp[r * keys + j] = round(pr * (dp[r * keys + j] - sum) * slope);
+        }
       }
-      scores_grad(s.data(), dp.data(), rows, keys, &delta[stats]);
-      gemm_acc<double>(rows, d, keys, V{dp.data(), keys, 1}, kh, &dq[first], q_stride);
+      gemm_acc<T>(rows, d, keys, V{dp.data(), keys, 1}, kh, &dq[((b * p.seqlen_q + i0) * p.heads_q + h) * d],
+                  q_stride);
     }
   });
 
+  // A sink is a score without a value row: its gradient is -sum over rows of P_sink * D.
+  if (d_sinks != nullptr) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      double sum = 0;
+      for (int64_t b = 0; b < p.batch; ++b) {
+        for (int64_t i = 0; i < p.seqlen_q; ++i) {
+          const int64_t x = (b * p.heads_q + h) * p.seqlen_q + i;
+          if (lse[x] != kNegInf<T>) sum -= std::exp(double(sink_of(h)) - double(lse[x])) * double(delta[x]);
+        }
+      }
+      d_sinks[h] = p.sinks.empty() ? 0.0 : sum;
+    }
+  }
+
+  // Pass 2 over key blocks: P and dS again from the LSE and D, dV = P^T dO and dK = dS^T Q,
+  // summed over the Q heads that share a KV head.
   const int64_t group = p.heads_q / p.heads_kv;
   const int64_t key_blocks = (p.seqlen_k + kKeyBlock - 1) / kKeyBlock;
   parallel_for(p.batch * p.heads_kv * key_blocks, [&](int64_t task) {
     const int64_t b = task / key_blocks / p.heads_kv, g = task / key_blocks % p.heads_kv;
     const int64_t j0 = task % key_blocks * kKeyBlock;
     const int64_t keys = std::min(kKeyBlock, p.seqlen_k - j0);
-    const int64_t first_key = ((b * p.seqlen_k + j0) * p.heads_kv + g) * d;
-    const V k_keys{k.data() + first_key, kv_stride, 1}, v_keys{v.data() + first_key, kv_stride, 1};
+    const int64_t key_row = (b * p.seqlen_k + j0) * p.heads_kv + g;
+    const V k_keys{k + key_row * d, k_stride, 1}, v_keys{v + key_row * dvv, v_stride, 1};
     // Under a causal mask or window, rows before this one see none of these keys.
     const bool right_bound = p.causal || p.window_right >= 0;  // (a chunk's end is no lower)
     const int64_t first_row =
         right_bound ? std::max<int64_t>(0, j0 - p.seqlen_k + p.seqlen_q - std::max<int64_t>(0, p.causal ? 0 : p.window_right)) : 0;
-    std::vector<double> pr, dp;
+    std::vector<T> pr, slope, dp;
     for (int64_t h = g * group; h < (g + 1) * group; ++h) {
       for (int64_t i0 = first_row; i0 < p.seqlen_q; i0 += kRowBlock) {
         const int64_t rows = std::min(kRowBlock, p.seqlen_q - i0);
-        const int64_t first = ((b * p.seqlen_q + i0) * p.heads_q + h) * d;
         const int64_t stats = (b * p.heads_q + h) * p.seqlen_q + i0;
-        const V q_rows{q.data() + first, q_stride, 1}, do_rows{d_o.data() + first, q_stride, 1};
-        pr.assign(rows * keys, 0.0);
-        gemm_acc<double>(rows, keys, d, q_rows, k_keys.transposed(), pr.data(), keys);
+        const V q_rows{q + ((b * p.seqlen_q + i0) * p.heads_q + h) * d, q_stride, 1};
+        const V do_rows{d_o + ((b * p.seqlen_q + i0) * p.heads_q + h) * dvv, o_stride, 1};
+        pr.assign(rows * keys, T(0));
+        slope.assign(rows * keys, T(0));
+        gemm_acc<T>(rows, keys, d, q_rows, k_keys.transposed(), pr.data(), keys);
         for (int64_t r = 0; r < rows; ++r) {
           const auto [first_key, end_key] = visible_range(p, i0 + r);
           const int64_t begin = std::clamp<int64_t>(first_key - j0, 0, keys);
           const int64_t end = std::clamp<int64_t>(end_key - j0, begin, keys);
-          double* row = &pr[r * keys];
+          T* row = &pr[r * keys];
           for (int64_t j = begin; j < end; ++j) {
-            row[j] = std::exp(p.softmax_scale * row[j] - lse[stats + r]);
+            T x = scale * row[j];
+            if (softcap > 0) x = softcap * std::tanh(x / softcap);
+            slope[r * keys + j] = score_slope(x);
+            row[j] = std::exp(x - lse[stats + r]);
           }
-          std::fill(row, row + begin, 0.0);
-          std::fill(row + end, row + keys, 0.0);
+          std::fill(row, row + begin, T(0));
+          std::fill(row + end, row + keys, T(0));
         }
-        dp.assign(rows * keys, 0.0);
-        gemm_acc<double>(rows, keys, d, do_rows, v_keys.transposed(), dp.data(), keys);
-        scores_grad(pr.data(), dp.data(), rows, keys, &delta[stats]);
-        gemm_acc<double>(keys, d, rows, V{pr.data(), 1, keys}, do_rows, &dv[first_key],
-                         kv_stride);
-        gemm_acc<double>(keys, d, rows, V{dp.data(), 1, keys}, q_rows, &dk[first_key],
-                         kv_stride);
+        dp.assign(rows * keys, T(0));
+        gemm_acc<T>(rows, keys, dvv, do_rows, v_keys.transposed(), dp.data(), keys);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < keys; ++j) {
+            const int64_t x = r * keys + j;
+            dp[x] = round(pr[x] * (dp[x] - delta[stats + r]) * slope[x]);
+            pr[x] = round(pr[x]);
+          }
+        }
+        gemm_acc<T>(keys, dvv, rows, V{pr.data(), 1, keys}, do_rows, &dv[key_row * dvv], v_stride);
+        gemm_acc<T>(keys, d, rows, V{dp.data(), 1, keys}, q_rows, &dk[key_row * d], k_stride);
       }
     }
   });
+}
+
+}  // namespace
+
+void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+              const std::vector<double>& v, const std::vector<double>& d_o, std::vector<double>& dq,
+              std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* d_sinks) {
+  check_inputs("backward", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
+  if (static_cast<int64_t>(d_o.size()) != p.o_elements()) {
+    throw std::invalid_argument("reference::backward: d_o has " + std::to_string(d_o.size()) + " elements, expected " +
+                                std::to_string(p.o_elements()));
+  }
+  dq.assign(p.q_elements(), 0.0);
+  dk.assign(p.kv_elements(), 0.0);
+  dv.assign(p.v_elements(), 0.0);
+  if (d_sinks) d_sinks->assign(p.heads_q, 0.0);
+  backward_impl<double>(p, q.data(), k.data(), v.data(), d_o.data(), dq.data(), dk.data(), dv.data(),
+                        d_sinks ? d_sinks->data() : nullptr, [](double x) { return x; });
+}
+
+void backward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
+                            const std::vector<double>& k, const std::vector<double>& v,
+                            const std::vector<double>& d_o, std::vector<double>& dq, std::vector<double>& dk,
+                            std::vector<double>& dv) {
+  check_inputs("backward_low_precision", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
+  if (static_cast<int64_t>(d_o.size()) != p.o_elements()) {
+    throw std::invalid_argument("reference::backward_low_precision: d_o has " + std::to_string(d_o.size()) +
+                                " elements, expected " + std::to_string(p.o_elements()));
+  }
+  // The inputs are representable in the 16-bit type, so float holds them exactly.
+  auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  const std::vector<float> qf = to_float(q), kf = to_float(k), vf = to_float(v), df = to_float(d_o);
+  std::vector<float> dqf(p.q_elements(), 0.f), dkf(p.kv_elements(), 0.f), dvf(p.v_elements(), 0.f);
+  auto round = [precision](float x) { return round_to(precision, x); };
+  backward_impl<float>(p, qf.data(), kf.data(), vf.data(), df.data(), dqf.data(), dkf.data(), dvf.data(), nullptr,
+                       round);
+  auto to_output = [&](const std::vector<float>& x, std::vector<double>& out) {
+    out.resize(x.size());
+    std::transform(x.begin(), x.end(), out.begin(), [&](float e) { return static_cast<double>(round(e)); });
+  };
+  to_output(dqf, dq);
+  to_output(dkf, dk);
+  to_output(dvf, dv);
 }
 
 }  // namespace warpflash::reference

@@ -55,11 +55,14 @@ std::pair<int64_t, int64_t> visible_range(const Problem& p, int64_t i);
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
              const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse);
 
-// Backward in double precision: dQ, dK, dV from dO (recomputes the forward internally).
-// Masks as the forward; softcap and sinks are not supported yet (std::invalid_argument).
+// Backward in double precision: dQ (q_elements), dK (kv_elements), dV (v_elements) from dO
+// (o_elements), recomputing the forward; every mask and option of the forward (softcap,
+// sinks, head_dim_v). With d_sinks, also the gradient of each query head's sink logit
+// (heads_q values; zeros without sinks).
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& d_o,
-              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv);
+              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv,
+              std::vector<double>* d_sinks = nullptr);
 
 // Rounding of a value to a 16-bit input type, for emulating low-precision attention.
 enum class Precision { kFloat16, kBFloat16 };
@@ -73,5 +76,14 @@ float round_to(Precision precision, float x);
 void forward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
                            const std::vector<double>& k, const std::vector<double>& v,
                            std::vector<double>& o);
+
+// The backward as the kernels compute it in a 16-bit input precision: fp32 GEMMs and
+// softmax, P and dS rounded to the input type before the GEMMs that read them, dQ, dK
+// and dV rounded to it at the end. Its error against backward() sets the tolerance of
+// the backward's GPU tests, as forward_low_precision() does for the forward.
+void backward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
+                            const std::vector<double>& k, const std::vector<double>& v,
+                            const std::vector<double>& d_o, std::vector<double>& dq, std::vector<double>& dk,
+                            std::vector<double>& dv);
 
 }  // namespace warpflash::reference

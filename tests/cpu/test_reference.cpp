@@ -255,13 +255,15 @@ TEST(ReferenceForward, MatchesTheDirectFormulaOnOddShapes) {
 // Checks backward() against central differences of loss = sum(O * dO) along directions
 // in Q, K and V: each element's unit vector when random_directions == 0, else that many
 // random unit vectors per tensor (cheaper on larger problems; each sees every element).
-void check_gradients(const Problem& p, int random_directions) {
-  SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal);
+void check_gradients(Problem p, int random_directions) {
+  SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal << " window ("
+                                  << p.window_left << ", " << p.window_right << ") softcap " << p.softcap
+                                  << " sinks " << p.sinks.size() << " head_dim_v " << p.value_head_dim());
   std::vector<double> q = random_values(p.q_elements(), 8), k = random_values(p.kv_elements(), 9),
-                      v = random_values(p.kv_elements(), 10);
-  const std::vector<double> d_o = random_values(p.q_elements(), 11);
-  std::vector<double> dq, dk, dv;
-  backward(p, q, k, v, d_o, dq, dk, dv);
+                      v = random_values(p.v_elements(), 10);
+  const std::vector<double> d_o = random_values(p.o_elements(), 11);
+  std::vector<double> dq, dk, dv, d_sinks;
+  backward(p, q, k, v, d_o, dq, dk, dv, &d_sinks);
   auto loss = [&] {
     const Forward f = run_forward(p, q, k, v);
     double sum = 0;
@@ -274,7 +276,9 @@ void check_gradients(const Problem& p, int random_directions) {
     const std::vector<double>* grad;
     const char* name;
   };
-  for (auto [input, grad, name] : {Checked{&q, &dq, "dQ"}, {&k, &dk, "dK"}, {&v, &dv, "dV"}}) {
+  std::vector<Checked> checked = {{&q, &dq, "dQ"}, {&k, &dk, "dK"}, {&v, &dv, "dV"}};
+  if (!p.sinks.empty()) checked.push_back({&p.sinks, &d_sinks, "dsinks"});
+  for (auto [input, grad, name] : checked) {
     ASSERT_EQ(grad->size(), input->size());
     const size_t n = input->size();
     const size_t directions = random_directions > 0 ? random_directions : n;
@@ -313,6 +317,60 @@ TEST(ReferenceBackward, MatchesFiniteDifferencesAcrossBlocks) {
   check_gradients(make_problem(1, 70, 300, 2, 1, 5, false), 3);
   check_gradients(make_problem(1, 70, 300, 2, 1, 5, true), 3);
   check_gradients(make_problem(1, 300, 70, 2, 1, 5, true), 3);
+}
+
+// Everything the forward has, one at a time and together: windows, chunks, softcap, sinks
+// (their own gradient), a V head dim of its own, GQA.
+TEST(ReferenceBackward, MatchesFiniteDifferencesWithEveryOption) {
+  Problem window = make_problem(1, 7, 9, 4, 2, 3, false);
+  window.window_left = 2;
+  window.window_right = 1;
+  check_gradients(window, 0);
+  Problem chunk = make_problem(1, 9, 9, 2, 1, 3, true);
+  chunk.attention_chunk = 4;
+  check_gradients(chunk, 0);
+  Problem softcap = make_problem(2, 5, 6, 2, 1, 4, true);
+  softcap.softcap = 0.7;  // small: the scores reach the flat part of tanh
+  softcap.softmax_scale = 2.0;
+  check_gradients(softcap, 0);
+  Problem sinks = make_problem(2, 6, 3, 4, 2, 3, true);  // rows 0..2 see only the sink
+  sinks.sinks = {0.5, -1.0, 2.0, 0.0};
+  check_gradients(sinks, 0);
+  Problem value_dim = make_problem(2, 5, 7, 4, 2, 6, false);
+  value_dim.head_dim_v = 3;
+  check_gradients(value_dim, 0);
+  Problem all = make_problem(1, 70, 300, 4, 2, 6, true);
+  all.window_left = 100;
+  all.softcap = 1.5;
+  all.sinks = {0.3, -0.2, 1.0, 0.0};
+  all.head_dim_v = 4;
+  check_gradients(all, 3);
+}
+
+// The emulation rounds P and dS to the input type: close to the double backward, not equal.
+TEST(ReferenceBackward, LowPrecisionIsCloseToDoubleButNotEqual) {
+  Problem p = make_problem(1, 70, 90, 2, 1, 16, true);
+  p.head_dim_v = 8;
+  auto rounded = [](std::vector<double> x) {
+    for (double& e : x) e = round_to(Precision::kBFloat16, static_cast<float>(e));
+    return x;
+  };
+  const auto q = rounded(random_values(p.q_elements(), 1)), k = rounded(random_values(p.kv_elements(), 2)),
+             v = rounded(random_values(p.v_elements(), 3)), d_o = rounded(random_values(p.o_elements(), 4));
+  std::vector<double> dq, dk, dv, dq_low, dk_low, dv_low;
+  backward(p, q, k, v, d_o, dq, dk, dv);
+  backward_low_precision(p, Precision::kBFloat16, q, k, v, d_o, dq_low, dk_low, dv_low);
+  for (auto [exact, low] : {std::pair{&dq, &dq_low}, {&dk, &dk_low}, {&dv, &dv_low}}) {
+    ASSERT_EQ(exact->size(), low->size());
+    double max_diff = 0, max_value = 0;
+    for (size_t x = 0; x < exact->size(); ++x) {
+      max_diff = std::max(max_diff, std::fabs((*exact)[x] - (*low)[x]));
+      max_value = std::max(max_value, std::fabs((*exact)[x]));
+    }
+    EXPECT_GT(max_diff, 0.0);
+    EXPECT_LT(max_diff, 0.05 * max_value);
+  }
+  EXPECT_THROW(backward_low_precision(p, Precision::kBFloat16, q, k, v, q, dq, dk, dv), std::invalid_argument);
 }
 
 TEST(ReferenceBackward, RowsThatSeeNothingHaveZeroGradient) {
