@@ -345,6 +345,48 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 }
 
 // Varlen lengths are clamped to the tensor and the tile grid, whatever cu_seqlens hold.
+// The inverse (the backward walks the Q tiles of a K/V block): exactly the Q tiles with a
+// row that sees a key of the block, for both policies.
+TEST(Mask, QTilesOfAKeyBlockAreExact) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int sq = 0; sq <= 13; ++sq) {
+      for (int sk = 1; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        bool plain = c.left < 0 && c.chunk == 0 && (c.causal || c.right < 0);
+        CausalMask causal_mask{sq, sk, c.causal};
+        for (int n = 0; n * bn < sk + bn; ++n) {
+          int first_needed = 1 << 20, last_needed = -1;
+          for (int row = 0; row < sq; ++row)
+            for (int col = n * bn; col < std::min((n + 1) * bn, sk); ++col)
+              if (mask.visible(row, col)) {
+                first_needed = std::min(first_needed, row / bm);
+                last_needed = std::max(last_needed, row / bm);
+              }
+          std::string where = "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " n=" + std::to_string(n) +
+                              " causal=" + std::to_string(c.causal) + " window=" + std::to_string(c.left) + "," +
+                              std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+          int begin = mask.m_block_begin(n, bm, bn), end = mask.m_block_end(n, bm, bn);
+          if (last_needed < 0) {
+            EXPECT_LE(end, begin) << where;
+          } else {
+            EXPECT_EQ(begin, first_needed) << where;
+            EXPECT_EQ(end, last_needed + 1) << where;
+          }
+          if (!plain) continue;
+          int plain_begin = causal_mask.m_block_begin(n, bm, bn), plain_end = causal_mask.m_block_end(n, bm, bn);
+          if (last_needed < 0) {
+            EXPECT_LE(plain_end, plain_begin) << where << " (CausalMask)";
+          } else {
+            EXPECT_EQ(plain_begin, first_needed) << where << " (CausalMask)";
+            EXPECT_EQ(plain_end, last_needed + 1) << where << " (CausalMask)";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
   const int cu[] = {0, 5, 3, 40, 100};  // a decreasing pair, one too long, one past the end
   const int used[] = {2, 9, 1, -4};

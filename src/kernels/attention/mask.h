@@ -1,5 +1,6 @@
 // The attention mask as index arithmetic, shared by every kernel: which keys a query row
-// sees, which K/V blocks a Q tile visits, and which of those need per-element masking.
+// sees, which K/V blocks a Q tile visits, which of those need per-element masking, and
+// (for the backward) which Q tiles see a K/V block.
 // Two policy types: CausalMask (none or causal, dense sequences) and AttentionMask (no
 // mask, causal, sliding window and chunked attention (Llama 4), per sequence, as runtime
 // values). Query row i sees keys [key_begin(i), key_end(i)), bounds that never decrease
@@ -40,6 +41,15 @@ struct CausalMask {
     int last_col = (n_block + 1) * block_n - 1;
     if (last_col >= seqlen_k) return true;
     return causal && last_col > m_block * block_m + diagonal_offset();
+  }
+  // The inverse, for kernels that walk the Q tiles of one K/V block (the backward): the Q
+  // tiles [begin, end) with a row that sees a key of block n_block; end <= begin: none.
+  WF_HOST_DEVICE int m_block_begin(int n_block, int block_m, int block_n) const {
+    int first_row = causal ? n_block * block_n - diagonal_offset() : 0;
+    return first_row > 0 ? first_row / block_m : 0;
+  }
+  WF_HOST_DEVICE int m_block_end(int n_block, int block_m, int block_n) const {
+    return n_block * block_n < seqlen_k ? (seqlen_q + block_m - 1) / block_m : 0;
   }
 };
 
@@ -134,6 +144,49 @@ struct AttentionMask {
     if (end_col > seqlen_k) return true;
     if (has_right_bound() && end_col > key_end(m_block * block_m)) return true;
     return has_left_bound() && first_col < key_begin((m_block + 1) * block_m - 1);
+  }
+
+  // The inverse, for kernels that walk the Q tiles of one K/V block (the backward): the Q
+  // tiles [begin, end) with a row that sees a key of block n_block; end <= begin: none.
+  // Bounds never decrease with the row, so the rows that see the block are those whose
+  // key_end passes its first key and whose key_begin precedes its end: one range.
+  WF_HOST_DEVICE int m_block_begin(int n_block, int block_m, int block_n) const {
+    int first_row = first_row_of_keys(n_block * block_n);
+    return first_row > 0 ? first_row / block_m : 0;
+  }
+  WF_HOST_DEVICE int m_block_end(int n_block, int block_m, int block_n) const {
+    int first_key = n_block * block_n, end_key = first_key + block_n;
+    if (first_key >= seqlen_k) return 0;
+    end_key = end_key < seqlen_k ? end_key : seqlen_k;
+    int end_row = end_row_of_keys(end_key);
+    if (end_row <= first_row_of_keys(first_key)) return 0;
+    return (end_row + block_m - 1) / block_m;
+  }
+  // The first row whose key_end passes `key` (key >= 0).
+  WF_HOST_DEVICE int first_row_of_keys(int key) const {
+    int row = 0;
+    if (window_right < kUnbounded) {
+      int window_row = key - diagonal_offset() - window_right;
+      row = window_row > row ? window_row : row;
+    }
+    if (chunk > 0) {  // the first row in key's chunk
+      int chunk_row = int(by_chunk.div(unsigned(key)) * unsigned(chunk)) - diagonal_offset();
+      row = chunk_row > row ? chunk_row : row;
+    }
+    return row;
+  }
+  // One past the last row whose key_begin precedes `end_key` (end_key >= 1), at most seqlen_q.
+  WF_HOST_DEVICE int end_row_of_keys(int end_key) const {
+    int row = seqlen_q;
+    if (window_left < kUnbounded) {
+      int window_row = end_key - diagonal_offset() + window_left;
+      row = window_row < row ? window_row : row;
+    }
+    if (chunk > 0) {  // one past the last row in the chunk of key end_key - 1
+      int chunk_row = int((by_chunk.div(unsigned(end_key - 1)) + 1) * unsigned(chunk)) - diagonal_offset();
+      row = chunk_row < row ? chunk_row : row;
+    }
+    return row;
   }
 
   // The same as two thresholds per tile, for a loop that holds them instead of deriving
