@@ -39,8 +39,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     q, k: (batch, seqlen_q / seqlen_k, heads_q / heads_kv, head_dim); v: (batch, seqlen_k,
     heads_kv, head_dim_v); float16 or bfloat16; head_dim 64, 96, 128, 192 or 256 with
     head_dim_v = head_dim, or 192 with head_dim_v 128 (DeepSeek-V3); last dimension
-    contiguous; heads_q a multiple of heads_kv (GQA/MQA). softmax_scale defaults to 1/sqrt(head_dim). causal
-    masks align to the bottom-right corner when seqlen_q != seqlen_k. Runs on the current
+    contiguous; heads_q a multiple of heads_kv (GQA/MQA). softmax_scale defaults to
+    1/sqrt(head_dim). causal masks align to the bottom-right corner when seqlen_q != seqlen_k. Runs on the current
     CUDA stream; works under torch.compile and CUDA graph capture.
 
     As in FlashAttention: window_size = (left, right) limits query i to keys
