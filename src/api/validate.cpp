@@ -76,12 +76,10 @@ Status validate_forward(const ForwardArgs& args) {
   if (s.head_dim_v < 0) return invalid(concat("shape.head_dim_v = ", s.head_dim_v, " must be >= 0 (0: head_dim)"));
   std::vector<HeadDims> pairs = compiled_head_dim_pairs(args.dtype);
   bool head_dims_compiled = false;
-  std::vector<std::string> listed;
-  for (HeadDims dims : pairs) {
-    head_dims_compiled |= dims.qk == s.head_dim && dims.v == s.value_head_dim();
-    listed.push_back(dims.v == dims.qk ? std::to_string(dims.qk) : concat(dims.qk, "/", dims.v));
-  }
+  for (HeadDims dims : pairs) head_dims_compiled |= dims.qk == s.head_dim && dims.v == s.value_head_dim();
   if (!head_dims_compiled) {
+    std::vector<std::string> listed;
+    for (HeadDims dims : pairs) listed.push_back(dims.v == dims.qk ? std::to_string(dims.qk) : concat(dims.qk, "/", dims.v));
     std::string asked = s.value_head_dim() == s.head_dim
                             ? concat("shape.head_dim = ", s.head_dim)
                             : concat("shape.head_dim = ", s.head_dim, " with head_dim_v = ", s.value_head_dim());

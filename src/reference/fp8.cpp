@@ -98,6 +98,9 @@ void forward_fp8_emulated(const Problem& p, const Fp8Recipe& recipe, const std::
       static_cast<int64_t>(v.size()) != p.v_elements() || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) {
     throw std::invalid_argument("reference::forward_fp8_emulated: tensor sizes do not match the problem");
   }
+  if (p.softcap > 0 || !p.sinks.empty()) {
+    throw std::invalid_argument("reference::forward_fp8_emulated: softcap and sinks are not emulated");
+  }
   std::vector<double> qt = q, kt = k;
   if (recipe.hadamard) {
     const std::vector<double> signs = hadamard_signs(d, recipe.seed);

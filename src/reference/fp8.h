@@ -42,10 +42,10 @@ struct Fp8Recipe {
   uint64_t seed = 0;          // of the signs
 };
 
-// Attention (no mask options beyond Problem's causal) with Q, K, V quantized to e4m3 by the
-// recipe and P quantized to e4m3 before P V (as an FP8 kernel converts it), everything else
-// in double: S from the dequantized values, row max and sum from the exact P. o has
-// o_elements().
+// Attention with Q, K, V quantized to e4m3 by the recipe and P quantized to e4m3 before
+// P V (as an FP8 kernel converts it), everything else in double: S from the dequantized
+// values, row max and sum from the exact P. Masks as Problem's (causal, windows, chunks);
+// softcap and sinks are refused (std::invalid_argument). o has o_elements().
 void forward_fp8_emulated(const Problem& p, const Fp8Recipe& recipe, const std::vector<double>& q,
                           const std::vector<double>& k, const std::vector<double>& v, std::vector<double>& o);
 

@@ -114,6 +114,8 @@ TEST(ForwardFp8Emulated, OnlyPIsRoundedWhenTheInputsAreCodes) {
   for (size_t i = 0; i < o.size(); ++i) max_diff = std::max(max_diff, std::fabs(o8[i] - o[i]));
   EXPECT_GT(max_diff, 0.0);
   EXPECT_LT(max_diff, 448.0 / 16);
+  p.softcap = 10;
+  EXPECT_THROW(forward_fp8_emulated(p, Fp8Recipe{}, q, k, v, o8), std::invalid_argument);
 }
 
 }  // namespace

@@ -339,6 +339,10 @@ TEST(ReferenceBackward, MatchesFiniteDifferencesWithEveryOption) {
   Problem value_dim = make_problem(2, 5, 7, 4, 2, 6, false);
   value_dim.head_dim_v = 3;
   check_gradients(value_dim, 0);
+  Problem long_window = make_problem(1, 40, 600, 2, 1, 4, false);  // key blocks from 256 on: pass 2's first row
+  long_window.window_left = 50;
+  long_window.window_right = 10;
+  check_gradients(long_window, 3);
   Problem all = make_problem(1, 70, 300, 4, 2, 6, true);
   all.window_left = 100;
   all.softcap = 1.5;

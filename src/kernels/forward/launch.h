@@ -159,8 +159,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   static_assert(kLoops == kPlainLoop || kLoops == kGeneralLoop || kLoops == kBothLoops, "kernels.manifest's loops");
   if constexpr (kLoops == kPlainLoop) {
     if (!params.plain) {
-      return Status::InvalidArgument("forward_kernel: this instance has only the plain loop (dense equal-length "
-                                     "sequences, no mask but causal, no softcap)");
+      return Status::InvalidArgument("warpflash::forward: this kernel instance has only the plain loop (dense "
+                                     "equal-length sequences, no mask but causal, no softcap)");
     }
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
