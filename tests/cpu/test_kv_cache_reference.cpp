@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/random_values.h"
 #include "reference/kv_cache.h"
 
 namespace warpflash::reference {
@@ -32,20 +33,14 @@ Tables make_tables(int64_t positions, int64_t rotary_dim) {
   return t;
 }
 
-std::vector<double> random_rows(int64_t n, uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::normal_distribution<double> normal;
-  std::vector<double> x(n);
-  for (double& e : x) e = normal(generator);
-  return x;
-}
+using warpflash::testing::random_values;
 
 TEST(Rotary, RotatesEachPairAsAComplexNumberAndLeavesTheRest) {
   const int64_t head_dim = 12, rotary_dim = 8, half = rotary_dim / 2;
   const Tables tables = make_tables(50, rotary_dim);
   const std::vector<int64_t> positions = {0, 7, 49};
   for (bool interleaved : {true, false}) {
-    std::vector<double> rows = random_rows(3 * head_dim, 1), original = rows;
+    std::vector<double> rows = random_values(3 * head_dim, 1), original = rows;
     apply_rotary(rows, head_dim, rotary_dim, positions, tables.cos, tables.sin, interleaved);
     for (int64_t r = 0; r < 3; ++r) {
       for (int64_t i = 0; i < half; ++i) {
@@ -64,7 +59,7 @@ TEST(Rotary, ScoresDependOnlyOnTheDistance) {
   const int64_t d = 16;
   const Tables tables = make_tables(100, d);
   auto score = [&](int64_t m, int64_t n, bool interleaved) {
-    std::vector<double> q = random_rows(d, 2), k = random_rows(d, 3);
+    std::vector<double> q = random_values(d, 2), k = random_values(d, 3);
     apply_rotary(q, d, d, {m}, tables.cos, tables.sin, interleaved);
     apply_rotary(k, d, d, {n}, tables.cos, tables.sin, interleaved);
     return std::inner_product(q.begin(), q.end(), k.begin(), 0.0);
@@ -85,7 +80,7 @@ TEST(Rotary, RejectsBadDimsAndPositions) {
 
 TEST(PagedCache, GathersTheTokensOfASequenceThroughItsPageTable) {
   const int64_t page_size = 3, heads = 2, head_dim = 4, row = heads * head_dim, num_pages = 7, max_pages = 3;
-  const std::vector<double> cache = random_rows(num_pages * page_size * row, 4);
+  const std::vector<double> cache = random_values(num_pages * page_size * row, 4);
   // Sequence 1 uses pages 5, 0, 2 (8 tokens: the last page partly).
   const std::vector<int32_t> page_table = {1, 3, 4, 5, 0, 2};
   std::vector<double> dense = gather_paged(cache, page_size, heads, head_dim, page_table, max_pages, 1, 8);

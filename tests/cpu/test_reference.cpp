@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/random_values.h"
+
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
 
@@ -33,13 +35,7 @@ Problem make_problem(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t 
   return p;
 }
 
-std::vector<double> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> normal;
-  std::vector<double> x(n);
-  for (double& v : x) v = normal(gen);
-  return x;
-}
+using warpflash::testing::random_values;
 
 struct Forward {
   std::vector<double> o, lse;
@@ -243,7 +239,7 @@ const Problem kOddShapes[] = {
 
 TEST(ReferenceForward, MatchesTheDirectFormulaOnOddShapes) {
   for (const Problem& p : kOddShapes) {
-    SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal);
+    SCOPED_TRACE(::testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal);
     const auto q = random_values(p.q_elements(), 5), k = random_values(p.kv_elements(), 6),
                v = random_values(p.kv_elements(), 7);
     const Forward f = run_forward(p, q, k, v), expected = direct_forward(p, q, k, v);
@@ -256,7 +252,7 @@ TEST(ReferenceForward, MatchesTheDirectFormulaOnOddShapes) {
 // in Q, K and V: each element's unit vector when random_directions == 0, else that many
 // random unit vectors per tensor (cheaper on larger problems; each sees every element).
 void check_gradients(Problem p, int random_directions) {
-  SCOPED_TRACE(testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal << " window ("
+  SCOPED_TRACE(::testing::Message() << p.seqlen_q << "x" << p.seqlen_k << " causal " << p.causal << " window ("
                                   << p.window_left << ", " << p.window_right << ") softcap " << p.softcap
                                   << " sinks " << p.sinks.size() << " head_dim_v " << p.value_head_dim());
   std::vector<double> q = random_values(p.q_elements(), 8), k = random_values(p.kv_elements(), 9),

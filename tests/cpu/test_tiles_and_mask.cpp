@@ -278,6 +278,11 @@ AttentionMask make_mask(MaskCase c, int sq, int sk) {
   return forward_mask(args).mask.for_lengths(sq, sk);
 }
 
+std::string mask_case_name(MaskCase c, int sq, int sk) {
+  return "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " causal=" + std::to_string(c.causal) +
+         " window=" + std::to_string(c.left) + "," + std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+}
+
 reference::Problem reference_problem(MaskCase c, int sq, int sk) {
   reference::Problem p;
   p.seqlen_q = sq;
@@ -321,9 +326,7 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
                 first_needed = std::min(first_needed, col / bn);
                 last_needed = std::max(last_needed, col / bn);
               }
-          std::string where = "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " m=" + std::to_string(m) +
-                              " causal=" + std::to_string(c.causal) + " window=" + std::to_string(c.left) + "," +
-                              std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+          std::string where = mask_case_name(c, sq, sk) + " m=" + std::to_string(m);
           if (last_needed < 0) {
             EXPECT_LE(end, begin) << where;
             continue;
@@ -363,9 +366,7 @@ TEST(Mask, QTilesOfAKeyBlockAreExact) {
                 first_needed = std::min(first_needed, row / bm);
                 last_needed = std::max(last_needed, row / bm);
               }
-          std::string where = "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " n=" + std::to_string(n) +
-                              " causal=" + std::to_string(c.causal) + " window=" + std::to_string(c.left) + "," +
-                              std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+          std::string where = mask_case_name(c, sq, sk) + " n=" + std::to_string(n);
           int begin = mask.m_block_begin(n, bm, bn), end = mask.m_block_end(n, bm, bn);
           if (last_needed < 0) {
             EXPECT_LE(end, begin) << where;
