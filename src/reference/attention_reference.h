@@ -1,6 +1,7 @@
 // CPU reference attention in double precision: the ground truth for every GPU test.
-// Tensors here are dense and contiguous: Q, O, dO, dQ are (batch, seqlen_q, heads_q,
-// head_dim); K, V, dK, dV are (batch, seqlen_k, heads_kv, head_dim); LSE is
+// Tensors here are dense and contiguous: Q, dQ are (batch, seqlen_q, heads_q, head_dim),
+// O, dO the same with head_dim_v; K, dK are (batch, seqlen_k, heads_kv, head_dim), V, dV
+// the same with head_dim_v; LSE is
 // (batch, heads_q, seqlen_q), natural log. Conventions as in include/warpflash/forward.h:
 // GQA maps Q head h to KV head h / (heads_q / heads_kv); the causal mask is aligned to the
 // bottom-right corner (query i sees key j when j <= i + seqlen_k - seqlen_q); a row that

@@ -1,0 +1,136 @@
+// What the forward makes of its arguments, checked on the CPU: per-batch sequence lengths,
+// which problems are uniform or plain, and which compiled kernel each one runs.
+#include <cstdint>
+
+#include <gtest/gtest.h>
+
+#include "api/dispatch.h"
+#include "kernels/attention/seqlen.h"
+#include "kernels/forward/config.h"
+#include "kernels/forward/problem.h"
+
+namespace warpflash::kernels {
+namespace {
+
+// Varlen lengths are clamped to the tensor and the tile grid, whatever cu_seqlens hold.
+TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
+  const int cu[] = {0, 5, 3, 40, 100};  // a decreasing pair, one too long, one past the end
+  const int used[] = {2, 9, 1, -4};
+  SequenceLengths packed{cu, nullptr, /*seqlen=*/30, /*total=*/60};
+  EXPECT_EQ(packed.of(0).offset, 0);
+  EXPECT_EQ(packed.of(0).length, 5);
+  EXPECT_EQ(packed.of(1).length, 0);
+  EXPECT_EQ(packed.of(2).offset, 3);
+  EXPECT_EQ(packed.of(2).length, 30);
+  EXPECT_EQ(packed.of(3).offset, 40);
+  EXPECT_EQ(packed.of(3).length, 20);
+  EXPECT_EQ(packed.batch_coord(3), 0);
+  SequenceLengths with_used{cu, used, 30, 60};
+  EXPECT_EQ(with_used.of(0).length, 2);
+  EXPECT_EQ(with_used.of(2).length, 1);
+  EXPECT_EQ(with_used.of(3).length, 0);
+  SequenceLengths dense{nullptr, used, 7, 0};
+  EXPECT_EQ(dense.of(1).length, 7);
+  EXPECT_EQ(dense.of(1).offset, 0);
+  EXPECT_EQ(dense.batch_coord(3), 3);
+  EXPECT_TRUE(SequenceLengths{}.uniform());
+}
+
+// Only dense equal-length problems without mask, sinks or softcap run on the clustered
+// kernels (and split their last round), so each of them is a plain problem; only dense
+// ones without softcap and with no mask or a causal one run the plain loop.
+TEST(DispatchTable, UniformAndPlainProblems) {
+  ForwardArgs args;
+  args.shape = {1, 1000, 1000, 4, 4, 128};
+  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.causal = true;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.window_left = 100;
+  EXPECT_FALSE(plain_problem(args));
+  args = ForwardArgs{};
+  args.shape = {1, 1000, 1000, 4, 4, 128};
+  float sink = 0.f;
+  args.learnable_sink = &sink;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+  args.learnable_sink = nullptr;
+  args.softcap = 30.f;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_FALSE(plain_problem(args));
+  args.softcap = 0.f;
+  int cu[2] = {0, 1000};
+  args.cu_seqlens_k = cu;
+  EXPECT_FALSE(uniform_tiles(args));
+  EXPECT_FALSE(plain_problem(args));
+  args.cu_seqlens_k = nullptr;
+  args.window_right = 2000;  // past every key: no bound at all
+  EXPECT_TRUE(uniform_tiles(args));
+  EXPECT_TRUE(plain_problem(args));
+}
+
+// Whatever the problem, forward_variant() picks a kernel the build compiled, with the
+// loop the problem needs (the table is generated from kernels.manifest): a head-dim pair
+// that is compiled serves every problem. Uniform problems are plain ones (above).
+TEST(DispatchTable, EveryPickedVariantIsCompiled) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (HeadDims dims : compiled_head_dim_pairs(dtype)) {
+      for (bool causal : {false, true}) {
+        for (int kind = 0; kind < 3; ++kind) {  // uniform, plain but not uniform, neither
+          bool uniform = kind == 0, plain = kind <= 1;
+          if (uniform && causal) continue;
+          for (int64_t seqlen_q : {1, 128, 200, 2048, 2049, 16384, 16385}) {
+            for (int64_t seqlen_k : {1, 512, 1024, 1025, 2048, 2049, 8191, 8192, 16384}) {
+              ForwardVariant variant = forward_variant(dims.qk, causal, seqlen_q, seqlen_k, uniform);
+              EXPECT_NE(find_forward_launcher(dtype, dims.qk, dims.v, variant, plain), nullptr)
+                  << dtype_name(dtype) << " d" << dims.qk << "/" << dims.v << " variant " << int(variant)
+                  << " causal " << causal << " plain " << plain << " " << seqlen_q << "x" << seqlen_k;
+              if (!uniform) EXPECT_NE(variant, ForwardVariant::kLongClustered);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(TileConfig, VariantsByHeadDimAndLength) {
+  EXPECT_EQ(forward_variant(64, true, 2048, 2048), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 1, 1), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, true, 2049, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 512, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, true, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 512, 8191), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);  // one m-block: no pair
+  EXPECT_EQ(forward_variant(128, false, 200, 8192), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(128, false, 16384, 16384), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(128, false, 16383 - 127, 16384), ForwardVariant::kLong);  // 127 m-blocks
+  EXPECT_EQ(forward_variant(128, true, 16384, 16384), ForwardVariant::kLong);
+  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(256, false, 16384, 8191), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 16385, 16384), ForwardVariant::kDefault);  // 129 m-blocks
+  EXPECT_EQ(forward_variant(256, true, 16384, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 16384, 16384), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, false, 16384, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, true, 512, 2048), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 1, 1), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 2048, 512), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 512, 1024), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, false, 512, 1025), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(96, false, 16384, 16384), ForwardVariant::kDefault);   // no clustered d=96
+  EXPECT_EQ(forward_variant(192, false, 16384, 16384), ForwardVariant::kDefault);  // nor d=192
+  EXPECT_EQ(forward_variant(192, true, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_tile_config(64, 64, ForwardVariant::kShortCausal).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLong).block_m, 128);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(256, 256, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).cluster_m, 2);
+  EXPECT_EQ(forward_tile_config(192, 192).block_n, 112);
+  EXPECT_EQ(forward_tile_config(192, 128).block_n, 128);
+}
+
+}  // namespace
+}  // namespace warpflash::kernels

@@ -1,0 +1,146 @@
+// The mask policies' index arithmetic, checked on the CPU by brute force over small shapes:
+// which keys each row sees, which K/V blocks a Q tile visits and which of them need
+// masking, and which Q tiles see a K/V block.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/attention/mask.h"
+#include "kernels/forward/problem.h"
+#include "reference/attention_reference.h"
+
+namespace warpflash::kernels {
+namespace {
+
+// The masks of the tests: none, causal, sliding windows (one side, both, negative
+// offsets through seqlen_q != seqlen_k), chunks alone and with causal.
+struct MaskCase {
+  bool causal;
+  int left, right, chunk;  // FlashAttention's window_size (-1: unbounded) and attention_chunk
+};
+const MaskCase kMaskCases[] = {{false, -1, -1, 0}, {true, -1, -1, 0}, {true, 2, -1, 0}, {false, 2, 0, 0},
+                               {false, 0, 1, 0},   {false, 3, -1, 0}, {false, -1, 2, 0}, {false, -1, -1, 3},
+                               {true, -1, -1, 4},  {false, 1, 1, 5},  {false, 0, 0, 0}};
+
+AttentionMask make_mask(MaskCase c, int sq, int sk) {
+  ForwardArgs args;
+  args.shape.seqlen_q = sq;
+  args.shape.seqlen_k = sk;
+  args.causal = c.causal;
+  args.window_left = c.left;
+  args.window_right = c.right;
+  args.attention_chunk = c.chunk;
+  return forward_mask(args).mask.for_lengths(sq, sk);
+}
+
+std::string mask_case_name(MaskCase c, int sq, int sk) {
+  return "sq=" + std::to_string(sq) + " sk=" + std::to_string(sk) + " causal=" + std::to_string(c.causal) +
+         " window=" + std::to_string(c.left) + "," + std::to_string(c.right) + " chunk=" + std::to_string(c.chunk);
+}
+
+reference::Problem reference_problem(MaskCase c, int sq, int sk) {
+  reference::Problem p;
+  p.seqlen_q = sq;
+  p.seqlen_k = sk;
+  p.causal = c.causal;
+  p.window_left = c.left;
+  p.window_right = c.right;
+  p.attention_chunk = c.chunk;
+  return p;
+}
+
+// The block range [first, last + 1) that brute force finds: blocks holding a visible
+// element, each added as seen.
+struct NeededBlocks {
+  int first = 1 << 20, last = -1;
+  void add(int block) {
+    first = std::min(first, block);
+    last = std::max(last, block);
+  }
+};
+
+// [begin, end) is exactly the needed range, or empty when nothing is needed.
+void expect_range(int begin, int end, NeededBlocks needed, const std::string& where) {
+  if (needed.last < 0) {
+    EXPECT_LE(end, begin) << where;
+    return;
+  }
+  EXPECT_EQ(begin, needed.first) << where;
+  EXPECT_EQ(end, needed.last + 1) << where;
+}
+
+TEST(Mask, VisibleMatchesTheReference) {
+  for (MaskCase c : kMaskCases) {
+    for (auto [sq, sk] : {std::pair{5, 5}, {3, 7}, {7, 3}, {1, 9}, {9, 1}, {12, 12}}) {
+      AttentionMask mask = make_mask(c, sq, sk);
+      reference::Problem p = reference_problem(c, sq, sk);
+      for (int i = 0; i < sq; ++i)
+        for (int j = 0; j < sk + 3; ++j)
+          EXPECT_EQ(mask.visible(i, j) && j < sk, reference::is_visible(p, i, j))
+              << i << "," << j << " causal " << c.causal << " window " << c.left << "," << c.right << " chunk "
+              << c.chunk;
+    }
+  }
+}
+
+// The block range is exactly the blocks with a visible key (blocks outside a window are
+// skipped), and a block reported mask-free has no masked element.
+TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int sq = 1; sq <= 13; ++sq) {
+      for (int sk = 0; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        for (int m = 0; m * bm < sq; ++m) {
+          int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
+          NeededBlocks needed;
+          for (int row = m * bm; row < (m + 1) * bm; ++row)
+            for (int col = 0; col < sk; ++col)
+              if (mask.visible(row, col)) needed.add(col / bn);
+          std::string where = mask_case_name(c, sq, sk) + " m=" + std::to_string(m);
+          expect_range(begin, end, needed, where);
+          for (int n = begin; n < end && needed.last >= 0; ++n) {
+            bool by_thresholds = n >= mask.right_mask_begin(m, bm, bn) || n < mask.left_mask_end(m, bm, bn);
+            EXPECT_EQ(by_thresholds, mask.block_needs_mask(m, n, bm, bn)) << "block " << n << ", " << where;
+            if (mask.block_needs_mask(m, n, bm, bn)) continue;
+            for (int row = m * bm; row < (m + 1) * bm; ++row)
+              for (int col = n * bn; col < (n + 1) * bn; ++col)
+                EXPECT_TRUE(mask.visible(row, col) && col < sk) << "block " << n << " claimed mask-free, " << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The inverse (the backward walks the Q tiles of a K/V block): exactly the Q tiles with a
+// row that sees a key of the block, for both policies.
+TEST(Mask, QTilesOfAKeyBlockAreExact) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int sq = 0; sq <= 13; ++sq) {
+      for (int sk = 1; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        bool plain = c.left < 0 && c.chunk == 0 && (c.causal || c.right < 0);
+        CausalMask causal_mask{sq, sk, c.causal};
+        for (int n = 0; n * bn < sk + bn; ++n) {
+          NeededBlocks needed;
+          for (int row = 0; row < sq; ++row)
+            for (int col = n * bn; col < std::min((n + 1) * bn, sk); ++col)
+              if (mask.visible(row, col)) needed.add(row / bm);
+          std::string where = mask_case_name(c, sq, sk) + " n=" + std::to_string(n);
+          expect_range(mask.m_block_begin(n, bm, bn), mask.m_block_end(n, bm, bn), needed, where);
+          if (plain) {
+            expect_range(causal_mask.m_block_begin(n, bm, bn), causal_mask.m_block_end(n, bm, bn), needed,
+                         where + " (CausalMask)");
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace warpflash::kernels

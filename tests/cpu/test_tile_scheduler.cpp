@@ -1,0 +1,255 @@
+// The tile scheduler and the split last round, checked on the CPU: every tile and K/V block
+// computed exactly once, in the order and balance the kernels rely on.
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/attention/split_tail.h"
+#include "kernels/attention/tile_scheduler.h"
+
+namespace warpflash::kernels {
+namespace {
+
+// Runs the kernel's persistent loop on the CPU: the tiles each CTA of `ctas` computes.
+std::vector<std::vector<TileCoord>> tiles_per_cta(ForwardTileScheduler const& scheduler, int ctas) {
+  std::vector<std::vector<TileCoord>> tiles(ctas);
+  for (int cta = 0; cta < ctas; ++cta) {
+    for (int round = 0;; ++round) {
+      unsigned index = scheduler.tile_index(cta, ctas, round);
+      if (index >= scheduler.num_tiles()) break;
+      tiles[cta].push_back(scheduler.tile(index));
+    }
+  }
+  return tiles;
+}
+
+TEST(TileScheduler, CoversEveryTileExactlyOnce) {
+  for (int seqlen : {100, 300, 512, 1000, 1100}) {  // odd and even m-block counts
+    for (int block_m : {128, 192}) {
+      for (int causal = 0; causal < 2; ++causal) {
+        for (int heads_batch : {21, 136, 600}) {
+          for (int ctas : {1, 5, 47, 48, 132, 500}) {
+            for (bool pair_heads : {true, false}) {
+              int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
+              ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
+              scheduler.plan(ctas, block_m, pair_heads);
+              std::set<std::tuple<int, int, int>> seen;
+              size_t count = 0;
+              for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
+                for (TileCoord t : tiles) {
+                  EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
+                              t.batch < heads_batch / 3);
+                  seen.insert({t.m_block, t.head, t.batch});
+                  ++count;
+                }
+              }
+              EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
+              EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The split last round (split_tail.h), walked as the kernel walks it: every (tile, K/V
+// block) is computed exactly once, cluster partners take the same blocks of neighbouring
+// tiles, no run has more than two pieces, and every CTA does the same work to one block.
+TEST(SplitTail, CoversEveryBlockOnceAndBalances) {
+  for (int cluster_m : {1, 2}) {
+    for (int m_blocks : {2, 10, 128}) {
+      for (int heads : {1, 4, 8}) {
+        for (int n_blocks : {20, 52, 103, 205}) {
+          for (int workers : {66, 5}) {
+            ForwardTileScheduler scheduler{m_blocks, heads, 1, false};
+            int ctas = workers * cluster_m;
+            scheduler.plan(ctas, 128);
+            scheduler.split = SplitTail::plan(scheduler.num_tiles() / cluster_m, workers, n_blocks, cluster_m);
+            if (!scheduler.split.active()) continue;
+            std::vector<int> visits(size_t(scheduler.num_tiles()) * n_blocks, 0);
+            std::vector<int> work(ctas, 0);
+            for (int cta = 0; cta < ctas; ++cta) {
+              int tail_pieces = 0;
+              for (int round = 0;; ++round) {
+                unsigned index = scheduler.tile_index<true>(cta, ctas, round);
+                if (index >= scheduler.num_tiles()) break;
+                int begin = 0, end = n_blocks;
+                if (scheduler.split.in_tail(round)) {
+                  scheduler.split.clip(cta, round, begin, end);
+                  ++tail_pieces;
+                  EXPECT_EQ(scheduler.split.slot(cta, round), 2 * cta + tail_pieces - 1);
+                  if (cluster_m == 2) {  // the partner: the next m-block, the same blocks
+                    int partner = cta ^ 1, partner_begin = 0, partner_end = n_blocks;
+                    scheduler.split.clip(partner, round, partner_begin, partner_end);
+                    EXPECT_EQ(scheduler.tile_index<true>(partner, ctas, round), index ^ 1u);
+                    EXPECT_EQ(partner_begin, begin);
+                    EXPECT_EQ(partner_end, end);
+                  }
+                }
+                ASSERT_LT(begin, end);
+                for (int n = begin; n < end; ++n) ++visits[size_t(index) * n_blocks + n];
+                work[cta] += end - begin;
+              }
+              EXPECT_LE(tail_pieces, 2);
+            }
+            EXPECT_EQ(std::count(visits.begin(), visits.end(), 1), std::ptrdiff_t(visits.size()))
+                << cluster_m << " " << m_blocks << " " << heads << " " << n_blocks << " " << workers;
+            auto [least, most] = std::minmax_element(work.begin(), work.end());
+            EXPECT_LE(*most - *least, 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SplitTail, OnlyWhereItPays) {
+  // 1024 tiles of 205 blocks on 132 SMs (d=256, 16k): 100 tiles in the tail, split.
+  SplitTail split = SplitTail::plan(1024, 132, 205, 1);
+  EXPECT_TRUE(split.active());
+  EXPECT_EQ(split.full_rounds, 7);
+  EXPECT_EQ(split.units, 100);
+  EXPECT_EQ(split.share, 100 * 205 / 132);
+  EXPECT_FALSE(SplitTail::plan(1056, 132, 205, 1).active());  // even rounds
+  EXPECT_FALSE(SplitTail::plan(1024, 132, 7, 1).active());    // pieces too short
+  EXPECT_FALSE(SplitTail::plan(131, 132, 205, 1).active());   // almost a full round: saves too little
+  EXPECT_TRUE(SplitTail::plan(16, 66, 103, 2).active());      // fewer units than workers
+}
+
+TEST(TileScheduler, FastDivmodMatchesDivision) {
+  for (unsigned d : {1u, 2u, 3u, 7u, 11u, 128u, 132u, 1000u, 65537u, 2147483647u}) {
+    FastDivmod by_d(d);
+    for (unsigned n : {0u, 1u, d - 1, d, d + 1, 12345u, 2147483646u, 2147483647u}) {
+      unsigned remainder = 0;
+      EXPECT_EQ(by_d.divmod(n, remainder), n / d) << n << " / " << d;
+      EXPECT_EQ(remainder, n % d) << n << " % " << d;
+    }
+  }
+}
+
+TEST(TileScheduler, CausalPairsThenALongestFirstTail) {
+  // 6 heads of 4 m-blocks on 2 CTAs: the tail keeps ceil(4 * 2 / 4) = 2 heads, 4 are paired.
+  ForwardTileScheduler scheduler{4, 6, 1, true};
+  scheduler.plan(2, 192);
+  EXPECT_EQ(scheduler.paired_heads, 4);
+  // Unit 0 is head 0's m-blocks 3 and 0; unit 1 its m-blocks 2 and 1.
+  EXPECT_EQ(scheduler.tile(0).m_block, 3);
+  EXPECT_EQ(scheduler.tile(1).m_block, 0);
+  EXPECT_EQ(scheduler.tile(2).m_block, 2);
+  EXPECT_EQ(scheduler.tile(3).m_block, 1);
+  EXPECT_EQ(scheduler.tile(3).head, 0);
+  EXPECT_EQ(scheduler.tile(4).head, 1);
+  // A CTA does both tiles of a unit: CTA 1 takes unit 1 (tiles 2, 3), then unit 3.
+  EXPECT_EQ(scheduler.tile_index(1, 2, 0), 2u);
+  EXPECT_EQ(scheduler.tile_index(1, 2, 1), 3u);
+  EXPECT_EQ(scheduler.tile_index(1, 2, 2), 6u);
+  // The tail (heads 4 and 5) starts after 8 units, longest first, as a snake.
+  EXPECT_EQ(scheduler.tile(16).m_block, 3);
+  EXPECT_EQ(scheduler.tile(16).head, 4);
+  EXPECT_EQ(scheduler.tile(17).head, 5);
+  EXPECT_EQ(scheduler.tile(23).m_block, 0);
+  EXPECT_EQ(scheduler.tile_index(0, 2, 8), 16u);
+  EXPECT_EQ(scheduler.tile_index(0, 2, 9), 19u);
+  // With 3 CTAs (same plan: 8 units), CTAs 0 and 1 get 3 units, CTA 2 gets 2 and alone
+  // takes tail round 0; tail round 1 is reversed: CTA 1, then 0, then 2.
+  scheduler.units_per_cta = 2;
+  scheduler.extra_units = 2;
+  EXPECT_EQ(scheduler.tile_index(2, 3, 4), 16u);
+  EXPECT_EQ(scheduler.tile_index(1, 3, 6), 17u);
+  EXPECT_EQ(scheduler.tile_index(0, 3, 6), 18u);
+  EXPECT_EQ(scheduler.tile_index(2, 3, 5), 19u);
+  // An odd m-block count: the middle m-blocks of two heads make a unit.
+  ForwardTileScheduler odd{3, 40, 1, true};
+  odd.plan(2, 192);
+  EXPECT_EQ(odd.tile(0).m_block, 2);
+  EXPECT_EQ(odd.tile(1).m_block, 0);
+  EXPECT_EQ(odd.tile(4).m_block, 1);
+  EXPECT_EQ(odd.tile(4).head, 0);
+  EXPECT_EQ(odd.tile(5).m_block, 1);
+  EXPECT_EQ(odd.tile(5).head, 1);
+}
+
+TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
+  ForwardTileScheduler scheduler{4, 512, 1, true};  // seqlen 512, 128-row tiles
+  scheduler.plan(132, 128);
+  ASSERT_TRUE(scheduler.tail_heads_together);
+  EXPECT_EQ(scheduler.paired_heads, 0);
+  EXPECT_EQ(scheduler.tile(0).m_block, 3);
+  EXPECT_EQ(scheduler.tile(3).m_block, 0);
+  EXPECT_EQ(scheduler.tile(4).head, 1);
+  ForwardTileScheduler long_problem{128, 16, 1, true};  // seqlen 16k
+  long_problem.plan(132, 128);
+  EXPECT_FALSE(long_problem.tail_heads_together);
+  ForwardTileScheduler rows_192{3, 1024, 1, true};  // d=64's 192-row tiles
+  rows_192.plan(132, 192);
+  EXPECT_FALSE(rows_192.tail_heads_together);
+  ForwardTileScheduler gpu_test_shape{4, 8, 17, true};  // tests/gpu: batch 17, seqlen 512, 8 heads
+  gpu_test_shape.plan(132, 128);
+  EXPECT_TRUE(gpu_test_shape.tail_heads_together);
+}
+
+// The CTAs of one round read few heads' K/V (it stays in L2): in every round of the pair
+// phase, 132 CTAs touch at most 132 / (M / 2) + 2 heads.
+TEST(TileScheduler, CausalRoundsShareHeads) {
+  for (int m_blocks : {16, 32, 64}) {
+    ForwardTileScheduler scheduler{m_blocks, 2048 / m_blocks * 4, 1, true};
+    scheduler.plan(132, 128);
+    ASSERT_GT(scheduler.paired_heads, 0);
+    int paired_tiles = scheduler.paired_heads * m_blocks;
+    for (int round = 0; (round + 1) * 132 * 2 <= paired_tiles; round += 2) {
+      std::set<int> heads;
+      for (int cta = 0; cta < 132; ++cta) heads.insert(scheduler.tile(scheduler.tile_index(cta, 132, round)).head);
+      EXPECT_LE(heads.size(), size_t(132 / (m_blocks / 2) + 2)) << m_blocks << " m-blocks, round " << round;
+    }
+  }
+}
+
+// A causal tile costs its K/V blocks plus a fixed part (Q load, epilogue); the busiest
+// CTA bounds the kernel's time. Paper-grid shapes (128 and 192 query rows a tile; a
+// 192-row tile at 128-column blocks costs its rows / 128 blocks) and Llama-3-8B prefill on
+// an H200's 132 SMs.
+TEST(TileScheduler, CausalWorkIsBalanced) {
+  struct Problem { int m_blocks, block_m, heads_batch; };
+  for (Problem p : {Problem{128, 128, 16}, Problem{64, 128, 32}, Problem{32, 128, 64}, Problem{16, 128, 128},
+                    Problem{8, 128, 256}, Problem{4, 128, 512}, Problem{128, 128, 8}, Problem{4, 128, 1024},
+                    Problem{11, 192, 256}, Problem{22, 192, 128}, Problem{43, 192, 64}, Problem{86, 192, 32},
+                    Problem{32, 128, 128}, Problem{64, 128, 128}}) {
+    ForwardTileScheduler scheduler{p.m_blocks, p.heads_batch, 1, true};
+    scheduler.plan(132, p.block_m);
+    double total = 0, busiest = 0;
+    for (auto const& tiles : tiles_per_cta(scheduler, 132)) {
+      double work = 0;
+      for (TileCoord t : tiles) work += ((t.m_block + 1) * p.block_m + 127) / 128 + 1.5;
+      total += work;
+      busiest = std::max(busiest, work);
+    }
+    EXPECT_LE(busiest, 1.05 * total / 132) << p.m_blocks << " m-blocks x " << p.heads_batch;
+  }
+}
+
+// Sequences of different lengths (varlen): no pairs, every tile in longest-first order.
+TEST(TileScheduler, VaryingLengthsGoLongestFirst) {
+  ForwardTileScheduler scheduler{64, 16, 4, true};
+  scheduler.plan(132, 128, /*pair_heads=*/false);
+  EXPECT_EQ(scheduler.paired_heads, 0);
+  int previous = 64;
+  for (unsigned index = 0; index < scheduler.num_tiles(); ++index) {
+    int m_block = scheduler.tile(index).m_block;
+    EXPECT_LE(m_block, previous) << index;
+    previous = m_block;
+  }
+}
+
+TEST(TileScheduler, MBlockCount) {
+  EXPECT_EQ(ForwardTileScheduler::m_blocks_for(1, 128), 1);
+  EXPECT_EQ(ForwardTileScheduler::m_blocks_for(128, 128), 1);
+  EXPECT_EQ(ForwardTileScheduler::m_blocks_for(129, 128), 2);
+  EXPECT_EQ(ForwardTileScheduler::m_blocks_for(4097, 128), 33);
+}
+
+}  // namespace
+}  // namespace warpflash::kernels
