@@ -162,13 +162,14 @@ Status forward(const ForwardArgs& args) {
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
   bool plain = kernels::plain_problem(args);
-  ForwardLauncher launch = find_forward_launcher(args.dtype, args.shape.head_dim, args.shape.value_head_dim(),
-                                                 forward_variant_of(args), plain);
+  kernels::ForwardVariant variant = forward_variant_of(args);
+  ForwardLauncher launch =
+      find_forward_launcher(args.dtype, args.shape.head_dim, args.shape.value_head_dim(), variant, plain);
   if (launch == nullptr) {  // a manifest without the variant or loop this problem needs
     return Status::NotSupported(text::concat("warpflash::forward: this build has no ", dtype_name(args.dtype),
                                              " kernel for head_dim = ", args.shape.head_dim, ", head_dim_v = ",
                                              args.shape.value_head_dim(), " of the ",
-                                             kernels::forward_variant_name(forward_variant_of(args)), " variant with the ",
+                                             kernels::forward_variant_name(variant), " variant with the ",
                                              plain ? "plain" : "general", " loop; it has ", compiled_kernels()));
   }
   return launch(args, scale);

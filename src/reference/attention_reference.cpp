@@ -137,7 +137,8 @@ int64_t kv_head(const Problem& p, int64_t h) { return h / (p.heads_q / p.heads_k
 void check_inputs(const char* function, const Problem& p,
                   std::initializer_list<std::pair<const char*, const std::vector<double>*>> q_like,
                   std::initializer_list<std::pair<const char*, const std::vector<double>*>> kv_like,
-                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> v_like = {}) {
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> v_like = {},
+                  std::initializer_list<std::pair<const char*, const std::vector<double>*>> o_like = {}) {
   auto fail = [function](const std::string& what) {
     throw std::invalid_argument(std::string("reference::") + function + ": " + what);
   };
@@ -149,7 +150,8 @@ void check_inputs(const char* function, const Problem& p,
     fail("sinks has " + std::to_string(p.sinks.size()) + " values, expected heads_q = " + std::to_string(p.heads_q));
   }
   for (auto [inputs, expected] :
-       {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}, {v_like, p.v_elements()}}) {
+       {std::pair{q_like, p.q_elements()}, {kv_like, p.kv_elements()}, {v_like, p.v_elements()},
+        {o_like, p.o_elements()}}) {
     for (auto [name, x] : inputs) {
       if (static_cast<int64_t>(x->size()) != expected) {
         fail(std::string(name) + " has " + std::to_string(x->size()) + " elements, expected " +
@@ -423,11 +425,7 @@ void backward_impl(const Problem& p, const T* q, const T* k, const T* v, const T
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& d_o, std::vector<double>& dq,
               std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* d_sinks) {
-  check_inputs("backward", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
-  if (static_cast<int64_t>(d_o.size()) != p.o_elements()) {
-    throw std::invalid_argument("reference::backward: d_o has " + std::to_string(d_o.size()) + " elements, expected " +
-                                std::to_string(p.o_elements()));
-  }
+  check_inputs("backward", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}}, {{"d_o", &d_o}});
   dq.assign(p.q_elements(), 0.0);
   dk.assign(p.kv_elements(), 0.0);
   dv.assign(p.v_elements(), 0.0);
@@ -440,11 +438,7 @@ void backward_low_precision(const Problem& p, Precision precision, const std::ve
                             const std::vector<double>& k, const std::vector<double>& v,
                             const std::vector<double>& d_o, std::vector<double>& dq, std::vector<double>& dk,
                             std::vector<double>& dv) {
-  check_inputs("backward_low_precision", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}});
-  if (static_cast<int64_t>(d_o.size()) != p.o_elements()) {
-    throw std::invalid_argument("reference::backward_low_precision: d_o has " + std::to_string(d_o.size()) +
-                                " elements, expected " + std::to_string(p.o_elements()));
-  }
+  check_inputs("backward_low_precision", p, {{"q", &q}}, {{"k", &k}}, {{"v", &v}}, {{"d_o", &d_o}});
   // The inputs are representable in the 16-bit type, so float holds them exactly.
   auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
   const std::vector<float> qf = to_float(q), kf = to_float(k), vf = to_float(v), df = to_float(d_o);
