@@ -132,6 +132,7 @@ size_t forward_workspace_bytes(const ForwardArgs& args) {
       shape.value_head_dim() <= 0 || shape.value_head_dim() > 256) {
     return 0;
   }
+  if (!kernels::dense_equal_lengths(args)) return kernels::kTileCounterBytes;
   kernels::ForwardTileConfig config = forward_tile_config_of(args);
   if (!config.split_tail || find_forward_launcher(args.dtype, shape.head_dim, shape.value_head_dim(),
                                                   forward_variant_of(args), kernels::plain_problem(args)) == nullptr) {

@@ -43,6 +43,9 @@ struct Case {
   bool sinks = false;
   std::vector<int> seqused_q = {};  // empty: none
   std::vector<int> seqused_k = {};
+  // Scratch of forward_workspace_bytes(): with sequences of different lengths, the dynamic
+  // tile order; without, the static one.
+  bool workspace = true;
 };
 
 const Case kCases[] = {
@@ -50,6 +53,10 @@ const Case kCases[] = {
     {"varlen_full_unequal", true, {5, 1000, 0, 64, 33}, {300, 7, 12, 0, 1}, 4, 1},
     {"varlen_long_keys", true, {300, 50}, {8300, 100}, 2, 1},
     {"varlen_many_tiles", true, {700, 900, 250, 1300, 16}, {700, 900, 250, 1300, 16}, 16, 4, true},
+    {"varlen_many_tiles_static_order", true, {700, 900, 250, 1300, 16}, {700, 900, 250, 1300, 16}, 16, 4, true,
+     -1, -1, 0, 0.f, false, {}, {}, /*workspace=*/false},
+    {"varlen_full_static_order", true, {1000, 5, 640, 300}, {900, 2000, 1, 300}, 4, 2, false, -1, -1, 0, 0.f, false,
+     {}, {}, /*workspace=*/false},
     {"window_causal", false, {700}, {700}, 2, 2, true, 100},
     {"window_both_sides", false, {300, 300}, {500, 500}, 4, 2, false, 50, 30},
     {"window_right_only", false, {257}, {257}, 2, 1, false, -1, 5},
@@ -159,6 +166,9 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
   if (c.sinks) args.learnable_sink = sinks_dev.get();
   if (!c.seqused_q.empty()) args.seqused_q = used_q_dev.get();
   if (!c.seqused_k.empty()) args.seqused_k = used_k_dev.get();
+  DeviceBuffer<uint8_t> workspace(c.workspace ? forward_workspace_bytes(args) : 0);
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size();
   Status status = forward(args);
   ASSERT_TRUE(status.ok()) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());

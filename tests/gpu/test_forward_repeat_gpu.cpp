@@ -24,13 +24,16 @@ using testing::to_bits;
 struct RepeatShape {
   int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
   bool causal;
+  bool vary_lengths = false;  // seqused: sequences of different lengths, the dynamic tile order
 };
 
 // 920 tiles (d=256: the short kernel, O through the Q buffer), a long causal problem, and
-// long non-causal ones (the long, clustered and split kernels where the head dim has them).
+// long non-causal ones (the long, clustered and split kernels where the head dim has them);
+// sequences of different lengths, whose CTAs take tiles from a counter.
 const RepeatShape kRepeatShapes[] = {
-    {23, 640, 640, 8, 2, false}, {23, 640, 640, 8, 2, true}, {1, 2500, 2100, 8, 2, true},
-    {2, 1200, 8250, 8, 2, false}, {1, 700, 9000, 4, 2, false},
+    {23, 640, 640, 8, 2, false}, {23, 640, 640, 8, 2, true},       {1, 2500, 2100, 8, 2, true},
+    {2, 1200, 8250, 8, 2, false}, {1, 700, 9000, 4, 2, false},     {23, 640, 640, 8, 2, true, true},
+    {5, 1500, 1500, 8, 2, false, true},
 };
 constexpr int kRuns = 8;
 
@@ -40,7 +43,8 @@ TEST(ForwardRepeatGpu, RepeatedRunsAreBitwiseIdentical) {
     for (HeadDims dims : compiled_head_dim_pairs(dtype)) {
       for (const RepeatShape& s : kRepeatShapes) {
         SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " " << head_dims_name(dims) << " batch " << s.batch
-                                          << " " << s.seqlen_q << "x" << s.seqlen_k << (s.causal ? " causal" : ""));
+                                          << " " << s.seqlen_q << "x" << s.seqlen_k << (s.causal ? " causal" : "")
+                                          << (s.vary_lengths ? " seqused" : ""));
         std::mt19937 rng(1234);
         std::normal_distribution<float> normal(0.f, 1.f);
         auto random_bits = [&](int64_t count) {
@@ -65,6 +69,17 @@ TEST(ForwardRepeatGpu, RepeatedRunsAreBitwiseIdentical) {
         args.o = contiguous_view(o.get(), s.seqlen_q, s.heads_q, dims.v);
         args.lse = lse.get();
         args.causal = s.causal;
+        std::vector<int> used_q(s.batch), used_k(s.batch);
+        for (int64_t b = 0; b < s.batch; ++b) {
+          used_q[b] = static_cast<int>(s.seqlen_q - (b * 137) % s.seqlen_q);
+          used_k[b] = static_cast<int>(s.seqlen_k - (b * 101) % s.seqlen_k);
+        }
+        DeviceBuffer<int> used_q_dev(s.batch), used_k_dev(s.batch);
+        if (s.vary_lengths) {
+          ASSERT_TRUE(used_q_dev.upload(used_q) && used_k_dev.upload(used_k));
+          args.seqused_q = used_q_dev.get();
+          args.seqused_k = used_k_dev.get();
+        }
         DeviceBuffer<float> workspace(forward_workspace_bytes(args) / sizeof(float));
         args.workspace = workspace.get();
         args.workspace_bytes = workspace.size() * sizeof(float);

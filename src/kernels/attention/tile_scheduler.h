@@ -7,6 +7,7 @@
 
 #include "kernels/attention/fast_divmod.h"
 #include "kernels/attention/host_device.h"
+#include "kernels/attention/seqlen.h"
 #include "kernels/attention/split_tail.h"
 
 namespace warpflash::kernels {
@@ -22,8 +23,7 @@ struct TileCoord {
 //   of a round share the K/V of a few heads in L2. With clusters of two CTAs (blockIdx.x
 //   2c and 2c+1), an even grid and an even m-block count, a cluster's CTAs get m-blocks
 //   2i and 2i+1 of one head in every round and share its K/V blocks by multicast.
-// - With a causal mask a tile's cost grows with its m_block (and with sequences of
-//   different lengths, plan(..., pair_heads = false), the tail's order alone). Two phases:
+// - With a causal mask a tile's cost grows with its m_block. Two phases:
 //   1. Pairs: m-blocks i and M-1-i of a head together cost M+1 blocks, so a CTA that
 //      takes such a pair (a "unit") does the same work as every other; units are dealt
 //      head by head, so the CTAs of a round read the K/V of a few heads and it stays in
@@ -35,15 +35,21 @@ struct TileCoord {
 //   Short problems with 128-row tiles skip the pairs when the snake alone balances them
 //   and order the tail head by head instead (longest first within a head): measured
 //   better there (docs/perf-notes.md).
+// - Sequences of different lengths (varlen, seqused: plan(..., lengths_vary = true)) keep
+//   this order, with num_m_blocks the longest sequence's: a sequence's m-blocks past its
+//   end are empty tiles, and a unit pairs the sequence's own m-blocks (pair_m_block).
+//   Ordering all tiles longest first instead had every CTA of a round on another head,
+//   and the K/V blocks of 132 heads do not stay in L2 (docs/perf-notes.md).
 // plan() sets the phases for a grid on the host; the device only multiplies and shifts
 // (FastDivmod): the producer thread that walks this has 24 registers.
 // Tile counts fit in 31 bits (validate.cpp), so all of it is 32-bit.
 struct ForwardTileScheduler {
-  int num_m_blocks = 0;
+  int num_m_blocks = 0;  // of the longest sequence
   int heads = 0;
   int batch = 0;
   bool causal = false;
   // Set by plan():
+  bool lengths_vary = false;         // the batch's query sequences differ in length
   bool tail_heads_together = false;  // tail order: a head's m-blocks together
   int paired_heads = 0;              // heads (times batch) in phase 1, even
   int paired_units = 0;              // paired_heads * M / 2
@@ -62,22 +68,20 @@ struct ForwardTileScheduler {
 
   WF_HOST_DEVICE unsigned num_tiles() const { return unsigned(num_m_blocks) * unsigned(heads) * unsigned(batch); }
 
-  // Host side, for a grid of `ctas` CTAs and tiles of `block_m` rows. pair_heads = false
-  // (sequences of different lengths: varlen, seqused) skips the pairs, whose costs assume
-  // one length, and orders every tile longest first: m-blocks from the last, which only the
-  // longest sequences have and which cost the most under a causal mask, with snake rounds.
-  void plan(int ctas, int block_m, bool pair_heads = true) {
+  // Host side, for a grid of `ctas` CTAs and tiles of `block_m` rows.
+  void plan(int ctas, int block_m, bool lengths_vary_ = false) {
+    lengths_vary = lengths_vary_;
     if (num_m_blocks == 0) return;
     by_m_blocks = FastDivmod(num_m_blocks);
     by_heads = FastDivmod(heads);
     by_pairs = FastDivmod(num_m_blocks / 2 > 0 ? num_m_blocks / 2 : 1);
     if (!causal) return;
     int64_t heads_batch = static_cast<int64_t>(heads) * batch;
-    tail_heads_together = pair_heads && block_m == 128 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
+    tail_heads_together = block_m == 128 && num_m_blocks <= 12 && (2 * ctas) % num_m_blocks == 0 &&
                           num_tiles() >= 4u * ctas;
     int64_t tail_heads = (4 * static_cast<int64_t>(ctas) + num_m_blocks - 1) / num_m_blocks;
     int64_t paired =
-        !pair_heads || tail_heads_together || heads_batch <= tail_heads ? 0 : heads_batch - tail_heads;
+        tail_heads_together || heads_batch <= tail_heads ? 0 : heads_batch - tail_heads;
     paired_heads = static_cast<int>(paired & ~int64_t(1));
     paired_units = static_cast<int>(int64_t(paired_heads) / 2 * num_m_blocks);
     units_per_cta = paired_units / ctas;
@@ -134,6 +138,31 @@ struct ForwardTileScheduler {
     unsigned head;
     unsigned batch_index = by_heads.divmod(head_batch, head);
     return TileCoord{static_cast<int>(m_block), static_cast<int>(head), static_cast<int>(batch_index)};
+  }
+
+  // The tile of `index` when the query sequences may differ in length: m_block >= the
+  // sequence's m-blocks marks an empty tile.
+  WF_HOST_DEVICE TileCoord tile(unsigned index, SequenceLengths const& seq_q, int block_m) const {
+    TileCoord coord = tile(index);
+    if (lengths_vary && causal && index < 2 * unsigned(paired_units)) {
+      coord.m_block = pair_m_block(coord.m_block, m_blocks_for(seq_q.of(coord.batch).length, block_m));
+    }
+    return coord;
+  }
+
+  // Unit i of a head pairs m-blocks M-1-i and i (M = num_m_blocks; with an odd M the
+  // middle m-blocks of two heads make a unit). A sequence of M_b = sequence_m_blocks < M
+  // m-blocks takes M_b-1-i and i in the same two slots while i < M_b-1-i, its middle
+  // m-block (odd M_b) once in the first slot, and nothing after (M_b: past its end), so
+  // its units cost the same as each other and it is done in the first units of a head.
+  WF_HOST_DEVICE int pair_m_block(int m_block, int sequence_m_blocks) const {
+    int half = num_m_blocks / 2, last = sequence_m_blocks - 1;
+    if (sequence_m_blocks >= num_m_blocks) return m_block;
+    if (num_m_blocks % 2 == 1 && m_block == half) return sequence_m_blocks;  // the pairs cover it
+    bool second = m_block < half;
+    int i = second ? m_block : num_m_blocks - 1 - m_block;
+    if (second) return i < last - i ? i : sequence_m_blocks;
+    return i <= last - i ? last - i : sequence_m_blocks;
   }
 };
 

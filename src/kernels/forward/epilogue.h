@@ -42,16 +42,17 @@ struct ForwardEpilogue {
     }
   }
 
-  // Through shared memory and TMA where the kernel has the buffer and the tensor's rows
-  // are the sequence's (TMA clips at the tensor's end only); from registers otherwise
-  // (packed sequences, seqused), row by row up to the sequence's end.
+  // Through shared memory and TMA where the kernel has the buffer and TMA can clip the
+  // rows at the sequence's end: dense sequences (the tensor's end) and packed ones (the
+  // tensor map of launch.h); from registers otherwise (dense sequences with seqused), row
+  // by row up to the sequence's end.
   template <class AccO>
   CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, TileWork const& work,
                                   int round, int consumer_tid, AccO const& acc_o) {
     Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
-      if (params.seq_q.uniform()) {
-        store_through_shared_memory(params, storage, tile, round, consumer_tid, out);
+      if (params.seq_q.uniform() || params.seq_q.packed()) {
+        store_through_shared_memory(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
     }
@@ -114,7 +115,8 @@ struct ForwardEpilogue {
   // seqlen_q) and the warpgroup goes on to the next tile.
   template <class FragmentO>
   CUTE_DEVICE static void store_through_shared_memory(Params const& params, SharedStorage& storage, TileCoord tile,
-                                                      int round, int consumer_tid, FragmentO const& out) {
+                                                      TileWork const& work, int round, int consumer_tid,
+                                                      FragmentO const& out) {
     int warpgroup = consumer_tid / kWarpgroupThreads;
     int warpgroup_tid = consumer_tid % kWarpgroupThreads;
     uint32_t buffer_barrier = static_cast<uint32_t>(ForwardBarrier::kOutputBuffer0) + warpgroup;
@@ -139,7 +141,12 @@ struct ForwardEpilogue {
     OutputBarrier::sync(kWarpgroupThreads, buffer_barrier);
 
     if (warpgroup_tid == 0) {
-      Tensor mO = params.tma_o.get_tma_tensor(params.shape_o)(_, _, tile.head, tile.batch);
+      Tensor mO_heads = params.tma_o.get_tma_tensor(params.shape_o);
+      // Packed: the sequence's rows end at its last row's mode (launch.h).
+      int seqlen_q = work.mask.seqlen_q;
+      bool packed = params.seq_q.packed();
+      Tensor mO = domain_offset(make_coord(packed ? params.seq_q.seqlen - seqlen_q : 0, _0{}),
+                                mO_heads(_, _, tile.head, packed ? work.offset_q + seqlen_q : tile.batch));
       Tensor gO = local_tile(mO, Shape<_64, typename Traits::HeadDimV>{},
                              make_coord(tile.m_block * Traits::kConsumerWarpgroups + warpgroup, _0{}));
       auto tma_o = params.tma_o.get_slice(_0{});

@@ -3,6 +3,8 @@
 // K/V ring); the other warpgroups consume (WGMMA, softmax, epilogue).
 #pragma once
 
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
@@ -82,14 +84,33 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
+  // The plain loop's sequences are all seqlen long.
+  auto tile_of = [&](unsigned index) {
+    if constexpr (std::is_same_v<Mask, CausalMask>) {
+      return scheduler.tile(index);
+    } else {
+      return scheduler.tile(index, params.seq_q, Traits::kBlockM);
+    }
+  };
+  // Static tile order: every role computes the CTA's tile index of a round from the
+  // scheduler. Dynamic (the general loop with params.tile_counter: sequences of different
+  // lengths, whose tiles no static order balances): the producer thread takes the next index
+  // from the counter once a tile's loads are issued (the first from blockIdx.x) and passes it
+  // to the consumers with the tile's Q; an index past the last tile, passed the same way,
+  // ends the loop.
+  constexpr bool kGeneralLoop = !std::is_same_v<Mask, CausalMask>;
+  bool dynamic_tiles = kGeneralLoop && params.tile_counter != nullptr;
+  auto static_index = [&](int round) {
+    return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
+  };
   // Producer and consumers walk the same rounds, so their pipeline states and barrier
   // phases stay in step: visit(round, index, tile, work) for each of the CTA's tiles, or
   // pieces of tiles in a split tail, with the K/V blocks it computes (work).
-  auto for_each_tile = [&](auto&& visit) {
+  auto for_each_tile = [&](auto&& next_index, auto&& visit) {
     for (int round = 0;; ++round) {
-      unsigned index = scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
+      unsigned index = next_index(round);
       if (index >= scheduler.num_tiles()) break;  // from the parameters each time: no register held
-      TileCoord tile = scheduler.tile(index);
+      TileCoord tile = tile_of(index);
       TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask,
                                                                    tile.m_block, tile.batch);
       if constexpr (Traits::kSplitTail) {
@@ -104,11 +125,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
-    for_each_tile([&](int round, unsigned, TileCoord tile, TileWork const& work) {
+    auto next_index = [&](int round) {
+      if (!dynamic_tiles) return static_index(round);
+      unsigned index = round == 0 ? blockIdx.x : gridDim.x + atomicAdd(params.tile_counter, 1u);
+      if (index >= scheduler.num_tiles()) Mainloop::pass_q_empty_tile_producer(storage, round, index);  // the end
+      return index;
+    };
+    for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
       if (work.empty()) {
-        Mainloop::pass_q_empty_tile_producer(storage, round);
+        Mainloop::pass_q_empty_tile_producer(storage, round, index);
       } else {
-        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, tile, work, round);
+        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
       }
     });
     // The CTA stays until the partner's consumers have released every slot (they arrive
@@ -124,7 +151,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pingpong.start();
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
-    for_each_tile([&](int round, unsigned index, TileCoord tile, TileWork work) {
+    auto next_index = [&](int round) {
+      return dynamic_tiles ? Mainloop::published_tile_index(storage, round) : static_index(round);
+    };
+    for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork work) {
       typename Traits::TiledMmaPV mma_pv;
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{});
       clear(acc_o);
@@ -133,7 +163,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.
       if (work.empty()) {
-        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round);
+        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (kWarpSpecialization) {
@@ -142,7 +172,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
-          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, tile, work, round);
+          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
           auto& load_q = get<0>(loads);
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {
@@ -163,7 +193,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Tensor acc_o_rc = rowcol_view(acc_o);
       if constexpr (Traits::kRecomputeTileForEpilogue) {
         asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
-        tile = scheduler.tile(index);
+        tile = tile_of(index);
         work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask, tile.m_block,
                                                            tile.batch);
       }

@@ -116,7 +116,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
                              static_cast<int>(batch_q));
 
   ForwardMask mask = forward_mask(args);
-  // Sequences of different lengths: tiles longest first (ForwardTileScheduler::plan).
+  // Sequences of different lengths: empty tiles past the shorter ones (ForwardTileScheduler).
   bool lengths_vary = !dense_equal_lengths(args);
   float softcap = args.softcap;
   typename Traits::Params params{
@@ -144,13 +144,27 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       mask.mask,
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
                            static_cast<int>(shape.heads_q), static_cast<int>(shape.batch),
-                           mask.causal_order || lengths_vary},
+                           mask.causal_order},
       {},       // tma_o, below
       nullptr,  // split_workspace, below
+      nullptr,  // tile_counter, below
   };
 
   if constexpr (Traits::kTmaStoreO) {
     auto gO = make_gmem_tensor<HeadDimV, Element>(args.o, rows_q, shape.heads_q, batch_q);
+    if (packed_q) {
+      // TMA clips a box at the tensor's ends only, and past a packed sequence's last row
+      // lies the next one's. So O is seen as (seqlen_q, d_v, heads, total_q + 1): the last
+      // mode is where a sequence ends, with the row stride, and the base lies seqlen_q rows
+      // before O. Row seqlen_q - length + r of the sequence that ends at row e is O's row
+      // e - length + r, and the box is clipped at r = length (epilogue.h).
+      int64_t row_stride = args.o.seqlen_stride;
+      auto layout = make_layout(make_shape(static_cast<int>(shape.seqlen_q), HeadDimV{}, static_cast<int>(shape.heads_q),
+                                           static_cast<int>(rows_q + 1)),
+                                make_stride(row_stride, _1{}, args.o.head_stride, row_stride));
+      gO = make_tensor(make_gmem_ptr(static_cast<Element*>(args.o.data) - shape.seqlen_q * row_stride), layout);
+      params.shape_o = gO.shape();
+    }
     params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
                                  Shape<_64, HeadDimV>{}, _1{});
   }
@@ -164,6 +178,14 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     }
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
+  // Sequences of different lengths take their tiles in dynamic order when the caller gives
+  // a workspace (kernel.h): its first word counts the tiles taken, zeroed in stream order.
+  if (kWarpSpecialization && lengths_vary && args.workspace != nullptr && args.workspace_bytes >= kTileCounterBytes) {
+    params.tile_counter = static_cast<unsigned*>(args.workspace);
+    Status cleared = check_cuda(cudaMemsetAsync(params.tile_counter, 0, sizeof(unsigned), args.stream),
+                                "cudaMemsetAsync(tile counter)");
+    if (!cleared.ok()) return cleared;
+  }
   auto kernel = [&] {
     if constexpr (kLoops == kPlainLoop) return forward_kernel<Traits, CausalMask>;
     else if constexpr (kLoops == kGeneralLoop) return forward_kernel<Traits, AttentionMask>;
@@ -194,7 +216,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   if (!status.ok()) return status;
   int ctas = static_cast<int>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count));
   if constexpr (Traits::kClusterM == 1) {
-    params.scheduler.plan(ctas, Traits::kBlockM, !lengths_vary);
+    params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
     return check_cuda(cudaGetLastError(), "forward_kernel launch");
   } else {
@@ -232,7 +254,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
         if (!status.ok()) return status;
       }
     }
-    params.scheduler.plan(ctas, Traits::kBlockM, !lengths_vary);
+    params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
     config.gridDim = dim3(unsigned(ctas));
     status = check_cuda(cudaLaunchKernelEx(&config, kernel, params), "forward_kernel launch");
     if (!status.ok() || !params.scheduler.split.active()) return status;

@@ -39,9 +39,25 @@ struct ForwardMainloop {
 
   // The Q barriers of a round whose tile has no work (it sees no key): the loading thread
   // marks the buffer full without loading, each consumer thread releases it unread.
-  CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round) {
+  CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round, unsigned index) {
     wait_q_empty(storage, round);
+    publish_tile_index(storage, round, index);
     cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_full[q_stage(round)]);
+  }
+  // The tile index of a round travels with its Q buffer: the loading thread writes it once
+  // the buffer is free and before it marks the buffer full; the consumers read it once it
+  // is full (the dynamic tile order, kernel.h). The barriers' asm has no memory clobber, so
+  // these accesses carry their own.
+  CUTE_DEVICE static void publish_tile_index(SharedStorage& storage, int round, unsigned index) {
+    uint32_t address = cute::cast_smem_ptr_to_uint(&storage.tile_index[q_stage(round)]);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(address), "r"(index) : "memory");
+  }
+  CUTE_DEVICE static unsigned published_tile_index(SharedStorage& storage, int round) {
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    uint32_t address = cute::cast_smem_ptr_to_uint(&storage.tile_index[q_stage(round)]);
+    unsigned index;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(index) : "r"(address) : "memory");
+    return index;
   }
   CUTE_DEVICE static void pass_q_empty_tile_consumer(SharedStorage& storage, int round) {
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
@@ -101,11 +117,12 @@ struct ForwardMainloop {
   }
 
   // The loads of one tile, issued by one thread: load_q() for its Q tile (into the buffer
-  // of the CTA's `round`), load_kv(n_block, write) for one K/V
+  // of the CTA's `round`, with the tile's scheduler index), load_kv(n_block, write) for one K/V
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
   // still count in full towards the barriers' transaction bytes.
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                     PipelineKV& pipeline_v, TileCoord tile, TileWork const& work, int round) {
+                                     PipelineKV& pipeline_v, unsigned index, TileCoord tile, TileWork const& work,
+                                     int round) {
     Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
@@ -141,6 +158,7 @@ struct ForwardMainloop {
     auto load_q = [=, &params, &storage]() mutable {
       int stage = q_stage(round);
       wait_q_empty(storage, round);
+      publish_tile_index(storage, round, index);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
       copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
     };
@@ -159,9 +177,9 @@ struct ForwardMainloop {
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
   // n_block_end - 1 down to n_block_begin, as fast as the ring frees up.
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, PipelineState& write, TileCoord tile, TileWork const& work,
-                               int round) {
-    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, tile, work, round);
+                               PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
+                               TileWork const& work, int round) {
+    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
     int n_block = work.n_block_end - 1, n_block_begin = work.n_block_begin;
     // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
     // epilogue: the first K/V blocks go first, into the ring slots freed before it.

@@ -27,6 +27,9 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
   return ForwardMask{mask, causal_order};
 }
 
+// The workspace of the dynamic tile order (sequences of different lengths): one counter.
+constexpr size_t kTileCounterBytes = 16;
+
 // Dense sequences, all seqlen long: no cu_seqlens, no seqused.
 inline bool dense_equal_lengths(ForwardArgs const& args) {
   return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&

@@ -150,6 +150,7 @@ struct ForwardTraits {
     // warpgroup's O has left the buffer).
     alignas(16) uint64_t barrier_q_full[kStagesQ];
     uint64_t barrier_q_empty[kStagesQ];
+    unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
   };
@@ -206,6 +207,9 @@ struct ForwardTraits {
     // With an active split tail (scheduler.split): per slot (SplitTail::slot) a piece's
     // normalized O, (kBlockM, kHeadDim), then its LSE, (kBlockM), fp32.
     float* split_workspace;
+    // Dynamic tile order (general loop only; null: static): a zeroed counter in the
+    // workspace from which the producer threads take the next tile index (kernel.h).
+    unsigned* tile_counter;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
