@@ -46,10 +46,11 @@ struct ForwardTraits {
   // a thread for 384 threads, 128 for 512), so one warp of each role per quadrant must add
   // up to at most 3 x 168 = 504 (24 + 2 x 240) or 4 x 128 = 512 (32 + 3 x 160); with
   // 32 + 2 x 240 the consumers' setmaxnreg.inc waited forever (docs/perf-notes.md).
-  // d=256's short kernel (O through the Q buffer) needs 32 for its producer thread's loop
-  // over Q and packed K/V coordinates, and its consumers fit in 232: 32 + 2 x 232 = 496.
+  // d=256's short kernel (O through the Q buffer) needs 40 for its producer thread's loop
+  // over Q and packed K/V coordinates (32 spilled 8 bytes once the producer also passed
+  // tile indices on), and its consumers fit in 232: 40 + 2 x 232 = 504.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
-  static constexpr int kProducerRegisters = kRoomyProducer ? 32 : 24;
+  static constexpr int kProducerRegisters = kRoomyProducer ? 40 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
   // to spare: they compute the tile's coordinates again for the epilogue instead of
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
