@@ -119,6 +119,9 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, int head_dim_v,
 #if defined(WARPFLASH_TILES_D64)
   if (head_dim == 64) return WARPFLASH_TILES_OVERRIDE(64);
 #endif
+#if defined(WARPFLASH_TILES_D96)
+  if (head_dim == 96) return WARPFLASH_TILES_OVERRIDE(96);
+#endif
 #if defined(WARPFLASH_TILES_D128)
   if (head_dim == 128) return WARPFLASH_TILES_OVERRIDE(128);
 #endif
