@@ -43,16 +43,16 @@ struct ForwardEpilogue {
   }
 
   // Through shared memory and TMA where the kernel has the buffer and TMA can clip the
-  // rows at the sequence's end: dense sequences (the tensor's end) and packed ones (the
-  // tensor map of launch.h); from registers otherwise (dense sequences with seqused), row
-  // by row up to the sequence's end.
-  template <class AccO>
+  // rows at the sequence's end: dense sequences (the tensor's end) and, in the general loop
+  // (kGeneralLoop), packed ones (the tensor map of launch.h); from registers otherwise
+  // (dense sequences with seqused), row by row up to the sequence's end.
+  template <bool kGeneralLoop, class AccO>
   CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, TileWork const& work,
                                   int round, int consumer_tid, AccO const& acc_o) {
     Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
-      if (params.seq_q.uniform() || params.seq_q.packed()) {
-        store_through_shared_memory(params, storage, tile, work, round, consumer_tid, out);
+      if (params.seq_q.uniform() || (kGeneralLoop && params.seq_q.packed())) {
+        store_through_shared_memory<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
     }
@@ -113,7 +113,7 @@ struct ForwardEpilogue {
   // Per consumer warpgroup: stmatrix of its 64 rows into its part of the swizzled O
   // buffer, then its first thread stores them with TMA (which clips the rows past
   // seqlen_q) and the warpgroup goes on to the next tile.
-  template <class FragmentO>
+  template <bool kGeneralLoop, class FragmentO>
   CUTE_DEVICE static void store_through_shared_memory(Params const& params, SharedStorage& storage, TileCoord tile,
                                                       TileWork const& work, int round, int consumer_tid,
                                                       FragmentO const& out) {
@@ -144,7 +144,7 @@ struct ForwardEpilogue {
       Tensor mO_heads = params.tma_o.get_tma_tensor(params.shape_o);
       // Packed: the sequence's rows end at its last row's mode (launch.h).
       int seqlen_q = work.mask.seqlen_q;
-      bool packed = params.seq_q.packed();
+      bool packed = kGeneralLoop && params.seq_q.packed();
       Tensor mO = domain_offset(make_coord(packed ? params.seq_q.seqlen - seqlen_q : 0, _0{}),
                                 mO_heads(_, _, tile.head, packed ? work.offset_q + seqlen_q : tile.batch));
       Tensor gO = local_tile(mO, Shape<_64, typename Traits::HeadDimV>{},

@@ -128,14 +128,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto next_index = [&](int round) {
       if (!dynamic_tiles) return static_index(round);
       unsigned index = round == 0 ? blockIdx.x : gridDim.x + atomicAdd(params.tile_counter, 1u);
-      if (index >= scheduler.num_tiles()) Mainloop::pass_q_empty_tile_producer(storage, round, index);  // the end
+      if (index >= scheduler.num_tiles()) {  // the end, passed on to the consumers
+        Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
+      }
       return index;
     };
     for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
       if (work.empty()) {
-        Mainloop::pass_q_empty_tile_producer(storage, round, index);
+        Mainloop::template pass_q_empty_tile_producer<kGeneralLoop>(storage, round, index);
       } else {
-        Mainloop::load(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
+        Mainloop::template load<kGeneralLoop>(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
       }
     });
     // The CTA stays until the partner's consumers have released every slot (they arrive
@@ -163,7 +165,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.
       if (work.empty()) {
-        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round, index);
+        if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (kWarpSpecialization) {
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
-          auto loads = Mainloop::tile_loads(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+          auto loads = Mainloop::template tile_loads<false>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
           auto& load_q = get<0>(loads);
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {
@@ -207,7 +209,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
       }
       ForwardEpilogue<Traits>::store_lse(params, tile, work, consumer_tid, lse);
-      ForwardEpilogue<Traits>::store_o(params, storage, tile, work, round, consumer_tid, acc_o);
+      ForwardEpilogue<Traits>::template store_o<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, acc_o);
     });
     ForwardEpilogue<Traits>::drain(consumer_tid);
   }

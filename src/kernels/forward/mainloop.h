@@ -39,9 +39,11 @@ struct ForwardMainloop {
 
   // The Q barriers of a round whose tile has no work (it sees no key): the loading thread
   // marks the buffer full without loading, each consumer thread releases it unread.
+  // kPublish: the general loop, which may take its tiles in dynamic order (kernel.h).
+  template <bool kPublish>
   CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round, unsigned index) {
     wait_q_empty(storage, round);
-    publish_tile_index(storage, round, index);
+    if constexpr (kPublish) publish_tile_index(storage, round, index);
     cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_full[q_stage(round)]);
   }
   // The tile index of a round travels with its Q buffer: the loading thread writes it once
@@ -120,6 +122,7 @@ struct ForwardMainloop {
   // of the CTA's `round`, with the tile's scheduler index), load_kv(n_block, write) for one K/V
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
   // still count in full towards the barriers' transaction bytes.
+  template <bool kPublish>
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                      PipelineKV& pipeline_v, unsigned index, TileCoord tile, TileWork const& work,
                                      int round) {
@@ -158,7 +161,7 @@ struct ForwardMainloop {
     auto load_q = [=, &params, &storage]() mutable {
       int stage = q_stage(round);
       wait_q_empty(storage, round);
-      publish_tile_index(storage, round, index);
+      if constexpr (kPublish) publish_tile_index(storage, round, index);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
       copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
     };
@@ -176,10 +179,11 @@ struct ForwardMainloop {
 
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
   // n_block_end - 1 down to n_block_begin, as fast as the ring frees up.
+  template <bool kPublish>
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
                                TileWork const& work, int round) {
-    auto loads = tile_loads(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+    auto loads = tile_loads<kPublish>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
     int n_block = work.n_block_end - 1, n_block_begin = work.n_block_begin;
     // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
     // epilogue: the first K/V blocks go first, into the ring slots freed before it.

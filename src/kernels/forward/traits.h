@@ -151,9 +151,9 @@ struct ForwardTraits {
     // warpgroup's O has left the buffer).
     alignas(16) uint64_t barrier_q_full[kStagesQ];
     uint64_t barrier_q_empty[kStagesQ];
-    unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
+    unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
