@@ -8,6 +8,13 @@
 #include "warpflash/backward.h"
 
 namespace warpflash {
+namespace kernels {
+#define WARPFLASH_BACKWARD_INSTANCE(dtype, head_dim, head_dim_v, name) \
+  Status name(BackwardArgs const& args, float softmax_scale);
+#include "backward_instances.inc"
+#undef WARPFLASH_BACKWARD_INSTANCE
+}  // namespace kernels
+
 namespace {
 
 using text::concat;
@@ -83,9 +90,29 @@ size_t backward_workspace_bytes(const BackwardArgs& args) {
 Status backward(const BackwardArgs& args) {
   Status status = validate_backward(args);
   if (!status.ok()) return status;
-  if (empty_problem(args.forward)) return Status::Ok();
-  return Status::NotSupported(concat(kApi, ": not implemented yet: this build has the backward's preprocess and "
-                                     "postprocess kernels but not its main kernel"));
+  const ForwardArgs& f = args.forward;
+  if (empty_problem(f)) return Status::Ok();
+  float scale = f.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(f.shape.head_dim)));
+  using Launcher = Status (*)(BackwardArgs const&, float);
+  struct Instance {
+    DType dtype;
+    int64_t head_dim, head_dim_v;
+    Launcher launch;
+  };
+  static const Instance kInstances[] = {
+#define WARPFLASH_BACKWARD_INSTANCE(dtype, head_dim, head_dim_v, name) {DType::dtype, head_dim, head_dim_v, kernels::name},
+#include "backward_instances.inc"
+#undef WARPFLASH_BACKWARD_INSTANCE
+      {DType::kBFloat16, 0, 0, nullptr}};
+  for (const Instance& instance : kInstances) {
+    if (instance.launch != nullptr && instance.dtype == f.dtype && instance.head_dim == f.shape.head_dim &&
+        instance.head_dim_v == f.shape.value_head_dim()) {
+      return instance.launch(args, scale);
+    }
+  }
+  return Status::NotSupported(concat(kApi, ": this build has no ", dtype_name(f.dtype), " backward kernel for head_dim = ",
+                                     f.shape.head_dim, ", head_dim_v = ", f.shape.value_head_dim(),
+                                     " (the backward supports head dim 128 so far)"));
 }
 
 }  // namespace warpflash

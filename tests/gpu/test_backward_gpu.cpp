@@ -1,0 +1,147 @@
+// The backward pass against the double-precision reference (FlashAttention's criterion:
+// each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
+// small slack), with O and LSE from warpflash's own forward as in training. d = 128, dense
+// batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/dtype_bits.h"
+#include "common/hopper_gpu.h"
+#include "common/test_seed.h"
+#include "reference/attention_reference.h"
+#include "warpflash/warpflash.h"
+
+namespace warpflash {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::from_bits;
+using testing::kPoison;
+using testing::to_bits;
+
+struct BackwardCase {
+  const char* name;
+  int64_t batch, seqlen_q, seqlen_k, heads;
+  bool causal;
+  int64_t window_left = -1, window_right = -1;
+};
+
+const BackwardCase kBackwardCases[] = {
+    {"one_tile", 1, 64, 128, 1, false},          {"full_uneven", 2, 200, 300, 2, false},
+    {"causal_square", 2, 256, 256, 2, true},     {"causal_more_queries", 1, 300, 100, 2, true},
+    {"causal_more_keys", 1, 100, 333, 2, true},  {"single_query", 3, 1, 129, 2, false},
+    {"window", 1, 500, 500, 2, false, 64, 16},   {"long", 1, 1000, 1000, 2, true},
+};
+
+using Param = std::tuple<DType, BackwardCase>;
+class BackwardGpuTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(BackwardGpuTest, MatchesReference) {
+  WARPFLASH_REQUIRE_HOPPER();
+  auto [dtype, c] = GetParam();
+  const int64_t d = 128;
+  std::vector<int> compiled = compiled_head_dims(dtype);
+  if (std::find(compiled.begin(), compiled.end(), d) == compiled.end()) {
+    GTEST_SKIP() << "d = 128 not compiled for " << dtype_name(dtype);
+  }
+  const uint32_t seed = testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  reference::Problem p{c.batch, c.seqlen_q, c.seqlen_k, c.heads, c.heads, d, 1.0 / std::sqrt(double(d)), c.causal};
+  p.window_left = c.window_left;
+  p.window_right = c.window_right;
+  auto random = [&](int64_t count, std::vector<uint16_t>& bits, std::vector<double>& values) {
+    bits.resize(count);
+    values.resize(count);
+    for (int64_t i = 0; i < count; ++i) {
+      bits[i] = to_bits(dtype, normal(rng));
+      values[i] = from_bits(dtype, bits[i]);
+    }
+  };
+  std::vector<uint16_t> q_bits, k_bits, v_bits, do_bits;
+  std::vector<double> q, k, v, d_o;
+  random(p.q_elements(), q_bits, q);
+  random(p.kv_elements(), k_bits, k);
+  random(p.v_elements(), v_bits, v);
+  random(p.o_elements(), do_bits, d_o);
+  DeviceBuffer<uint16_t> q_dev(q.size()), k_dev(k.size()), v_dev(v.size()), o_dev(d_o.size()), do_dev(d_o.size()),
+      dq_dev(q.size()), dk_dev(k.size()), dv_dev(v.size());
+  DeviceBuffer<float> lse_dev(p.lse_elements());
+  ASSERT_TRUE(q_dev.upload(q_bits) && k_dev.upload(k_bits) && v_dev.upload(v_bits) && do_dev.upload(do_bits));
+  for (auto* buffer : {&dq_dev, &dk_dev, &dv_dev}) ASSERT_TRUE(buffer->upload(std::vector<uint16_t>(buffer->size(), kPoison)));
+
+  BackwardArgs args;
+  ForwardArgs& f = args.forward;
+  f.dtype = dtype;
+  f.shape = {c.batch, c.seqlen_q, c.seqlen_k, c.heads, c.heads, d};
+  f.q = contiguous_view(q_dev.get(), c.seqlen_q, c.heads, d);
+  f.k = contiguous_view(k_dev.get(), c.seqlen_k, c.heads, d);
+  f.v = contiguous_view(v_dev.get(), c.seqlen_k, c.heads, d);
+  f.o = contiguous_view(o_dev.get(), c.seqlen_q, c.heads, d);
+  f.lse = lse_dev.get();
+  f.causal = c.causal;
+  f.window_left = c.window_left;
+  f.window_right = c.window_right;
+  Status status = forward(f);
+  ASSERT_TRUE(status.ok()) << status.message();
+  args.d_o = contiguous_view(do_dev.get(), c.seqlen_q, c.heads, d);
+  args.d_q = contiguous_view(dq_dev.get(), c.seqlen_q, c.heads, d);
+  args.d_k = contiguous_view(dk_dev.get(), c.seqlen_k, c.heads, d);
+  args.d_v = contiguous_view(dv_dev.get(), c.seqlen_k, c.heads, d);
+  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size();
+  status = backward(args);
+  ASSERT_TRUE(status.ok()) << status.message();
+  WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+
+  std::vector<double> dq_ref, dk_ref, dv_ref, dq_low, dk_low, dv_low;
+  reference::backward(p, q, k, v, d_o, dq_ref, dk_ref, dv_ref);
+  reference::backward_low_precision(
+      p, dtype == DType::kBFloat16 ? reference::Precision::kBFloat16 : reference::Precision::kFloat16, q, k, v, d_o,
+      dq_low, dk_low, dv_low);
+  const double atol = dtype == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  struct Gradient {
+    const char* name;
+    const DeviceBuffer<uint16_t>& got;
+    const std::vector<double>& want;
+    const std::vector<double>& low;
+  };
+  for (const Gradient& g : {Gradient{"dQ", dq_dev, dq_ref, dq_low}, Gradient{"dK", dk_dev, dk_ref, dk_low},
+                            Gradient{"dV", dv_dev, dv_ref, dv_low}}) {
+    std::vector<uint16_t> bits = g.got.download();
+    double max_err = 0, max_low = 0;
+    int64_t worst = 0;
+    for (size_t i = 0; i < g.want.size(); ++i) {
+      double err = std::fabs(from_bits(dtype, bits[i]) - g.want[i]);
+      if (std::isnan(err)) err = INFINITY;
+      if (err > max_err) max_err = err, worst = static_cast<int64_t>(i);
+      max_low = std::max(max_low, std::fabs(g.low[i] - g.want[i]));
+    }
+    EXPECT_LE(max_err, 2 * max_low + atol)
+        << g.name << ": max abs error " << max_err << " at element " << worst << " (low-precision reference: "
+        << max_low << ")";
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  auto [dtype, c] = info.param;
+  std::ostringstream name;
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d128_" << c.name;
+  return name.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardGpuTest,
+                         ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
+                                            ::testing::ValuesIn(kBackwardCases)),
+                         param_name);
+
+}  // namespace
+}  // namespace warpflash
