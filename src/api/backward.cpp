@@ -73,8 +73,9 @@ Status validate_backward(const BackwardArgs& args) {
   }
   size_t needed = kernels::backward_workspace(args).bytes;
   if (args.workspace == nullptr || args.workspace_bytes < needed) {
-    return invalid(concat("workspace = ", Hex{reinterpret_cast<uintptr_t>(args.workspace)}, " with workspace_bytes = ",
-                          args.workspace_bytes, ": this problem needs ", needed, " bytes (backward_workspace_bytes())"));
+    return invalid(concat("workspace = ", Hex{reinterpret_cast<uintptr_t>(args.workspace)},
+                          " with workspace_bytes = ", args.workspace_bytes, ": this problem needs ", needed,
+                          " bytes (backward_workspace_bytes())"));
   }
   if (reinterpret_cast<uintptr_t>(args.workspace) % 16 != 0) {
     return invalid(concat("workspace = ", Hex{reinterpret_cast<uintptr_t>(args.workspace)}, " is not 16-byte aligned"));
@@ -100,7 +101,8 @@ Status backward(const BackwardArgs& args) {
     Launcher launch;
   };
   static const Instance kInstances[] = {
-#define WARPFLASH_BACKWARD_INSTANCE(dtype, head_dim, head_dim_v, name) {DType::dtype, head_dim, head_dim_v, kernels::name},
+#define WARPFLASH_BACKWARD_INSTANCE(dtype, head_dim, head_dim_v, name) \
+  {DType::dtype, head_dim, head_dim_v, kernels::name},
 #include "backward_instances.inc"
 #undef WARPFLASH_BACKWARD_INSTANCE
       {DType::kBFloat16, 0, 0, nullptr}};
@@ -110,8 +112,9 @@ Status backward(const BackwardArgs& args) {
       return instance.launch(args, scale);
     }
   }
-  return Status::NotSupported(concat(kApi, ": this build has no ", dtype_name(f.dtype), " backward kernel for head_dim = ",
-                                     f.shape.head_dim, ", head_dim_v = ", f.shape.value_head_dim(),
+  return Status::NotSupported(concat(kApi, ": this build has no ", dtype_name(f.dtype),
+                                     " backward kernel for head_dim = ", f.shape.head_dim,
+                                     ", head_dim_v = ", f.shape.value_head_dim(),
                                      " (the backward supports head dim 128 so far)"));
 }
 

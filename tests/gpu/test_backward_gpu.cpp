@@ -75,7 +75,9 @@ TEST_P(BackwardGpuTest, MatchesReference) {
       dq_dev(q.size()), dk_dev(k.size()), dv_dev(v.size());
   DeviceBuffer<float> lse_dev(p.lse_elements());
   ASSERT_TRUE(q_dev.upload(q_bits) && k_dev.upload(k_bits) && v_dev.upload(v_bits) && do_dev.upload(do_bits));
-  for (auto* buffer : {&dq_dev, &dk_dev, &dv_dev}) ASSERT_TRUE(buffer->upload(std::vector<uint16_t>(buffer->size(), kPoison)));
+  for (auto* buffer : {&dq_dev, &dk_dev, &dv_dev}) {
+    ASSERT_TRUE(buffer->upload(std::vector<uint16_t>(buffer->size(), kPoison)));
+  }
 
   BackwardArgs args;
   ForwardArgs& f = args.forward;

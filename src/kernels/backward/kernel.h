@@ -67,12 +67,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   if (warpgroup == 0) {
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
-    if (threadIdx.x != 0) return;
+    // Without a query tile that sees the block nothing is loaded (the CTA must not exit with
+    // loads in flight): the consumers write dK = dV = 0.
+    if (threadIdx.x != 0 || m_begin >= m_end) return;
     // Packed sequences start at their offset in batch 0's token dimension (as the forward's loads).
-    Tensor mK = domain_offset(make_coord(seq_k.offset, _0{}), params.tma_k.get_tma_tensor(params.shape_k)(_, _, kv_head, batch_k));
-    Tensor mV = domain_offset(make_coord(seq_k.offset, _0{}), params.tma_v.get_tma_tensor(params.shape_v)(_, _, kv_head, batch_k));
-    Tensor mQ = domain_offset(make_coord(seq_q.offset, _0{}), params.tma_q.get_tma_tensor(params.shape_q)(_, _, head, batch_q));
-    Tensor mDO = domain_offset(make_coord(seq_q.offset, _0{}), params.tma_do.get_tma_tensor(params.shape_do)(_, _, head, batch_q));
+    auto sequence_rows = [](auto const& tma, auto const& shape, int offset, int head_coord, int batch_coord) {
+      return domain_offset(make_coord(offset, _0{}), tma.get_tma_tensor(shape)(_, _, head_coord, batch_coord));
+    };
+    Tensor mK = sequence_rows(params.tma_k, params.shape_k, seq_k.offset, kv_head, batch_k);
+    Tensor mV = sequence_rows(params.tma_v, params.shape_v, seq_k.offset, kv_head, batch_k);
+    Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
+    Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
     Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(n_block, _0{}));
     Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}, make_coord(n_block, _0{}));
     Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(_, _0{}));

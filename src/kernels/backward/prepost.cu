@@ -114,7 +114,8 @@ __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(Backw
 
 template <class Kernel>
 Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream, const char* name) {
-  int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, p.workspace.block_m) / p.workspace.block_m);
+  int block_m = p.workspace.block_m;
+  int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, block_m) / block_m);
   if (m_blocks == 0 || p.batch == 0) return Status::Ok();
   kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, 0, stream>>>(p);
   cudaError_t error = cudaGetLastError();

@@ -19,7 +19,8 @@ namespace warpflash::kernels {
 struct BackwardPrepostParams {
   TensorView4d o, d_o;          // preprocess: read, head_dim_v wide
   TensorView4d d_q;             // postprocess: written, head_dim wide
-  float const* lse;             // forward()'s: row r of (batch, head) at batch * lse_batch_stride + head * lse_head_stride + r
+  // forward()'s LSE: row r of (batch, head) at batch * lse_batch_stride + head * lse_head_stride + r.
+  float const* lse;
   int64_t lse_batch_stride, lse_head_stride;
   SequenceLengths seq_q;
   int batch, heads, head_dim, head_dim_v;

@@ -57,7 +57,9 @@ struct BackwardWorkspace {
     return (int64_t(seq_q.of(b).offset) + int64_t(b) * block_m) / block_m * block_m;
   }
 
-  WF_HOST_DEVICE static int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+  WF_HOST_DEVICE static int64_t round_up(int64_t n, int64_t multiple) {
+    return (n + multiple - 1) / multiple * multiple;
+  }
 };
 
 }  // namespace warpflash::kernels
