@@ -1,7 +1,8 @@
 // The backward pass against the double-precision reference (FlashAttention's criterion:
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
 // small slack), with O and LSE from warpflash's own forward as in training. d = 128, dense
-// batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window.
+// batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
+// GQA and MQA.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -27,16 +28,17 @@ using testing::to_bits;
 
 struct BackwardCase {
   const char* name;
-  int64_t batch, seqlen_q, seqlen_k, heads;
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
   bool causal;
   int64_t window_left = -1, window_right = -1;
 };
 
 const BackwardCase kBackwardCases[] = {
-    {"one_tile", 1, 64, 128, 1, false},          {"full_uneven", 2, 200, 300, 2, false},
-    {"causal_square", 2, 256, 256, 2, true},     {"causal_more_queries", 1, 300, 100, 2, true},
-    {"causal_more_keys", 1, 100, 333, 2, true},  {"single_query", 3, 1, 129, 2, false},
-    {"window", 1, 500, 500, 2, false, 64, 16},   {"long", 1, 1000, 1000, 2, true},
+    {"one_tile", 1, 64, 128, 1, 1, false},         {"full_uneven", 2, 200, 300, 2, 2, false},
+    {"causal_square", 2, 256, 256, 2, 2, true},    {"causal_more_queries", 1, 300, 100, 2, 2, true},
+    {"causal_more_keys", 1, 100, 333, 2, 2, true}, {"single_query", 3, 1, 129, 2, 2, false},
+    {"window", 1, 500, 500, 2, 2, false, 64, 16},  {"long", 1, 1000, 1000, 2, 2, true},
+    {"gqa_causal", 1, 300, 300, 4, 2, true},       {"mqa", 2, 130, 260, 4, 1, false},
 };
 
 using Param = std::tuple<DType, BackwardCase>;
@@ -54,7 +56,8 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.f, 1.f);
-  reference::Problem p{c.batch, c.seqlen_q, c.seqlen_k, c.heads, c.heads, d, 1.0 / std::sqrt(double(d)), c.causal};
+  reference::Problem p{c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d, 1.0 / std::sqrt(double(d)),
+                       c.causal};
   p.window_left = c.window_left;
   p.window_right = c.window_right;
   auto random = [&](int64_t count, std::vector<uint16_t>& bits, std::vector<double>& values) {
@@ -82,21 +85,21 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   BackwardArgs args;
   ForwardArgs& f = args.forward;
   f.dtype = dtype;
-  f.shape = {c.batch, c.seqlen_q, c.seqlen_k, c.heads, c.heads, d};
-  f.q = contiguous_view(q_dev.get(), c.seqlen_q, c.heads, d);
-  f.k = contiguous_view(k_dev.get(), c.seqlen_k, c.heads, d);
-  f.v = contiguous_view(v_dev.get(), c.seqlen_k, c.heads, d);
-  f.o = contiguous_view(o_dev.get(), c.seqlen_q, c.heads, d);
+  f.shape = {c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d};
+  f.q = contiguous_view(q_dev.get(), c.seqlen_q, c.heads_q, d);
+  f.k = contiguous_view(k_dev.get(), c.seqlen_k, c.heads_kv, d);
+  f.v = contiguous_view(v_dev.get(), c.seqlen_k, c.heads_kv, d);
+  f.o = contiguous_view(o_dev.get(), c.seqlen_q, c.heads_q, d);
   f.lse = lse_dev.get();
   f.causal = c.causal;
   f.window_left = c.window_left;
   f.window_right = c.window_right;
   Status status = forward(f);
   ASSERT_TRUE(status.ok()) << status.message();
-  args.d_o = contiguous_view(do_dev.get(), c.seqlen_q, c.heads, d);
-  args.d_q = contiguous_view(dq_dev.get(), c.seqlen_q, c.heads, d);
-  args.d_k = contiguous_view(dk_dev.get(), c.seqlen_k, c.heads, d);
-  args.d_v = contiguous_view(dv_dev.get(), c.seqlen_k, c.heads, d);
+  args.d_o = contiguous_view(do_dev.get(), c.seqlen_q, c.heads_q, d);
+  args.d_q = contiguous_view(dq_dev.get(), c.seqlen_q, c.heads_q, d);
+  args.d_k = contiguous_view(dk_dev.get(), c.seqlen_k, c.heads_kv, d);
+  args.d_v = contiguous_view(dv_dev.get(), c.seqlen_k, c.heads_kv, d);
   DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
   args.workspace = workspace.get();
   args.workspace_bytes = workspace.size();

@@ -1,7 +1,9 @@
-// The main backward kernel: one CTA per (K/V block, head, batch). Warpgroup 0 produces
-// (one thread loads K and V once, then Q and dO of every query tile that sees the block
-// through two-stage TMA pipelines); warpgroups 1 and 2 each own half of the block's keys
-// and per query tile compute
+// The main backward kernel: one CTA per (K/V block, K/V head, batch), walking the query
+// heads that share the K/V head (GQA/MQA: dK and dV sum over them in registers, no fp32
+// accumulators, the same order every run). Warpgroup 0 produces (one thread loads K and
+// V once, then Q and dO of every query tile that sees the block, head by head, through
+// two-stage TMA pipelines); warpgroups 1 and 2 each own half of the block's keys and per
+// query tile compute
 //   S^T = K Q^T, dP^T = V dO^T                                  (shared-memory operands)
 //   P^T = exp2(S^T * scale_log2 - LSE_log2), dS^T = P^T (dP^T - dPsum)
 //   dV += P^T dO, dK += dS^T Q                                  (P^T, dS^T from registers)
@@ -37,7 +39,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   extern __shared__ __align__(1024) char shared_memory[];
   auto& storage = *reinterpret_cast<typename Traits::SharedStorage*>(shared_memory);
 
-  int n_block = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+  int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  int group = params.heads_per_kv_head, first_head = kv_head * group;
   SequenceLengths::Sequence seq_q = params.seq_q.of(batch), seq_k = params.seq_k.of(batch);
   if (n_block * Traits::kBlockN >= seq_k.length) return;  // no key of this sequence in the block
   AttentionMask const mask = params.mask.for_lengths(seq_q.length, seq_k.length);
@@ -62,7 +65,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   PipelineQ pipeline_do(storage.pipeline_do, pipeline_params, Shape<_1, _1, _1>{});
   __syncthreads();
 
-  int kv_head = head / params.heads_per_kv_head;
   int batch_q = params.seq_q.batch_coord(batch), batch_k = params.seq_k.batch_coord(batch);
 
   if (warpgroup == 0) {
@@ -76,12 +78,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     };
     Tensor mK = sequence_rows(params.tma_k, params.shape_k, seq_k.offset, kv_head, batch_k);
     Tensor mV = sequence_rows(params.tma_v, params.shape_v, seq_k.offset, kv_head, batch_k);
-    Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
-    Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
     Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(n_block, _0{}));
     Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}, make_coord(n_block, _0{}));
-    Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(_, _0{}));
-    Tensor gDO = local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(_, _0{}));
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
     Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
@@ -93,20 +91,27 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     TransactionBarrier::arrive_and_expect_tx(&storage.barrier_kv, Traits::kBytesKV);
     copy(params.tma_k.with(storage.barrier_kv), tma_k.partition_S(gK), tma_k.partition_D(sK));
     copy(params.tma_v.with(storage.barrier_kv), tma_v.partition_S(gV), tma_v.partition_D(sV));
-    Tensor tQgQ = tma_q.partition_S(gQ);    // (TMA, TMA_M, TMA_K, m_block)
-    Tensor tQsQ = tma_q.partition_D(sQ);    // (TMA, TMA_M, TMA_K, stage)
-    Tensor tDOgDO = tma_do.partition_S(gDO);
+    Tensor tQsQ = tma_q.partition_D(sQ);  // (TMA, TMA_M, TMA_K, stage)
     Tensor tDOsDO = tma_do.partition_D(sDO);
     auto write = cutlass::make_producer_start_state<PipelineQ>();
 #pragma unroll 1
-    for (int m_block = m_begin; m_block < m_end; ++m_block) {
-      pipeline_q.producer_acquire(write);
-      copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tQgQ(_, _, _, m_block),
-           tQsQ(_, _, _, write.index()));
-      pipeline_do.producer_acquire(write);
-      copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tDOgDO(_, _, _, m_block),
-           tDOsDO(_, _, _, write.index()));
-      ++write;
+    for (int head = first_head; head < first_head + group; ++head) {
+      Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
+      Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
+      Tensor tQgQ = tma_q.partition_S(  // (TMA, TMA_M, TMA_K, m_block)
+          local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(_, _0{})));
+      Tensor tDOgDO = tma_do.partition_S(
+          local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(_, _0{})));
+#pragma unroll 1
+      for (int m_block = m_begin; m_block < m_end; ++m_block) {
+        pipeline_q.producer_acquire(write);
+        copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tQgQ(_, _, _, m_block),
+             tQsQ(_, _, _, write.index()));
+        pipeline_do.producer_acquire(write);
+        copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tDOgDO(_, _, _, m_block),
+             tDOsDO(_, _, _, write.index()));
+        ++write;
+      }
     }
     return;
   }
@@ -151,79 +156,83 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
   Tensor tDQcDQ = thr_dq.partition_C(make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));
   BackwardWorkspace const& w = params.workspace;
-  int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
-  float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
-  float const* dpsum = reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + head_rows;
-  float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
 
   if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
   typename PipelineQ::PipelineState read;
 #pragma unroll 1
-  for (int m_block = m_begin; m_block < m_end; ++m_block) {
-    int stage = read.index();
-    pipeline_q.consumer_wait(read);
-    Tensor acc_s = partition_fragment_C(mma_s, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
-    warpgroup_gemm</*kZeroInit=*/true>(mma_s, tSrK, tSrQ(_, _, _, stage), acc_s);
-    pipeline_do.consumer_wait(read);
-    Tensor acc_dp = partition_fragment_C(mma_dp, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
-    warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
+  for (int head = first_head; head < first_head + group; ++head) {
+    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+    float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
+    float const* dpsum = reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + head_rows;
+    float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
+#pragma unroll 1
+    for (int m_block = m_begin; m_block < m_end; ++m_block) {
+      int stage = read.index();
+      pipeline_q.consumer_wait(read);
+      Tensor acc_s = partition_fragment_C(mma_s, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
+      warpgroup_gemm</*kZeroInit=*/true>(mma_s, tSrK, tSrQ(_, _, _, stage), acc_s);
+      pipeline_do.consumer_wait(read);
+      Tensor acc_dp = partition_fragment_C(mma_dp, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
 
-    int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
-    warpgroup_wait<1>();  // S^T
-    warpgroup_fence_operand(acc_s);
-    bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
-    // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
-    // for rows that saw no key (preprocess), so those columns are 0.
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_s); ++i) {
-      int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
-      float p = exp2f(acc_s(i) * params.scale_log2 - lse_log2[query]);
-      if (needs_mask && !(key >= mask.key_begin(query) && key < mask.key_end(query))) p = 0.f;
-      acc_s(i) = p;
-    }
-    warpgroup_wait<0>();  // dP^T
-    warpgroup_fence_operand(acc_dp);
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_dp); ++i) {
-      int query = query_base + get<1>(tScS(i));
-      acc_dp(i) = acc_s(i) * (acc_dp(i) - dpsum[query]);  // dS^T
-    }
-    // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
-    Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
-    Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
-    {
-      Tensor p_converted = convert_fragment<Element>(acc_s);
-      Tensor ds_converted = convert_fragment<Element>(acc_dp);
+      int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
+      warpgroup_wait<1>();  // S^T
+      warpgroup_fence_operand(acc_s);
+      bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
+      // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
+      // for rows that saw no key (preprocess), so those columns are 0.
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(p_t); ++i) {
-        p_t(i) = p_converted(i);
-        ds_t(i) = ds_converted(i);
+      for (int i = 0; i < size(acc_s); ++i) {
+        int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
+        float p = exp2f(acc_s(i) * params.scale_log2 - lse_log2[query]);
+        if (needs_mask && !(key >= mask.key_begin(query) && key < mask.key_end(query))) p = 0.f;
+        acc_s(i) = p;
+      }
+      warpgroup_wait<0>();  // dP^T
+      warpgroup_fence_operand(acc_dp);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dp); ++i) {
+        int query = query_base + get<1>(tScS(i));
+        acc_dp(i) = acc_s(i) * (acc_dp(i) - dpsum[query]);  // dS^T
+      }
+      // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
+      Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
+      Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
+      {
+        Tensor p_converted = convert_fragment<Element>(acc_s);
+        Tensor ds_converted = convert_fragment<Element>(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(p_t); ++i) {
+          p_t(i) = p_converted(i);
+          ds_t(i) = ds_converted(i);
+        }
+      }
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
+
+      // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+      Tensor tSsDSt = thr_s.partition_C(sDSt);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dp); ++i) tSsDSt(i) = Element(acc_dp(i));
+      cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+      warpgroup_wait<0>();  // dV, dK and dQ
+      warpgroup_fence_operand(acc_dq);
+      pipeline_q.consumer_release(read);
+      pipeline_do.consumer_release(read);
+      ++read;
+      // Into the fp32 accumulator (rows past the sequence land in the workspace's padding).
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dq); ++i) {
+        int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
+        atomicAdd(dq_accum + int64_t(row) * Traits::kHeadDim + col, acc_dq(i));
       }
     }
-    warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
-    warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
 
-    // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
-    cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
-    Tensor tSsDSt = thr_s.partition_C(sDSt);
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_dp); ++i) tSsDSt(i) = Element(acc_dp(i));
-    cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
-    cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
-    Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
-    warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
-    warpgroup_wait<0>();  // dV, dK and dQ
-    warpgroup_fence_operand(acc_dq);
-    pipeline_q.consumer_release(read);
-    pipeline_do.consumer_release(read);
-    ++read;
-    // Into the fp32 accumulator (rows past the sequence land in the workspace's padding).
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_dq); ++i) {
-      int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
-      atomicAdd(dq_accum + int64_t(row) * Traits::kHeadDim + col, acc_dq(i));
-    }
-  }
+  }  // the query heads
 
   // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
   Tensor tDVcDV = thr_dv.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}));

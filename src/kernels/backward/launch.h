@@ -28,11 +28,10 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
   using Input = Element const;
   ForwardArgs const& f = args.forward;
   AttentionShape const& shape = f.shape;
-  const char* unsupported = shape.heads_q != shape.heads_kv ? "GQA/MQA (heads_q != heads_kv)"
-                            : f.softcap > 0.f               ? "softcap"
-                            : f.learnable_sink != nullptr   ? "learnable sinks"
-                            : args.deterministic            ? "deterministic mode"
-                                                            : nullptr;
+  const char* unsupported = f.softcap > 0.f               ? "softcap"
+                            : f.learnable_sink != nullptr ? "learnable sinks"
+                            : args.deterministic          ? "deterministic mode"
+                                                          : nullptr;
   if (unsupported != nullptr) {
     return Status::NotSupported(std::string("warpflash::backward: ") + unsupported + " is not supported yet");
   }
@@ -85,7 +84,7 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
       if (!status.ok()) return status;
       configured.fetch_or(device_bit, std::memory_order_relaxed);
     }
-    dim3 grid(unsigned((shape.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN), unsigned(shape.heads_q),
+    dim3 grid(unsigned((shape.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN), unsigned(shape.heads_kv),
               unsigned(shape.batch));
     kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, f.stream>>>(params);
     if (!(status = check_cuda(cudaGetLastError(), "backward_kernel launch")).ok()) return status;
