@@ -1,0 +1,68 @@
+"""Gradients of flash_attn_func on a Hopper GPU: against autograd through the float64
+reference (FlashAttention's criterion: within 2x the error of the same reference run in
+the input dtype, plus a slack), GQA, masks, torch.compile(fullgraph=True) of forward and
+backward, and the cases the backward does not support yet."""
+import pytest
+import torch
+
+from conftest import requires_hopper
+from test_forward import attention_reference, random_qkv, skip_unless_compiled
+from warpflash import flash_attn_func
+
+pytestmark = requires_hopper
+
+
+def gradients(fn, q, k, v, d_out):
+    q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
+    out = fn(q, k, v)
+    out.backward(d_out)
+    return q.grad, k.grad, v.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,causal,window", [
+    ((2, 256, 256, 4, 4), False, (-1, -1)), ((2, 256, 256, 4, 4), True, (-1, -1)),
+    ((1, 300, 500, 8, 2), True, (-1, -1)), ((1, 129, 77, 4, 1), False, (-1, -1)),
+    ((1, 500, 500, 2, 2), False, (64, 16)),
+])
+def test_gradients_match_the_reference(shape, causal, window, dtype):
+    skip_unless_compiled(128, dtype)
+    b, sq, sk, hq, hkv = shape
+    q, k, v = random_qkv(shape, 128, dtype)
+    d_out = torch.randn(b, sq, hq, 128, device="cuda", dtype=dtype)
+    scale = 128 ** -0.5
+    got = gradients(lambda q, k, v: flash_attn_func(q, k, v, causal=causal, window_size=window), q, k, v, d_out)
+    want = gradients(lambda q, k, v: attention_reference(q, k, v, scale, causal, window=window)[0], q.double(),
+                     k.double(), v.double(), d_out.double())
+    low = gradients(lambda q, k, v: attention_reference(q, k, v, scale, causal, dtype=dtype, window=window)[0].to(dtype),
+                    q, k, v, d_out)
+    for name, g, w, l in zip(("dq", "dk", "dv"), got, want, low):
+        assert g.shape == w.shape and g.dtype == dtype
+        err = (g.double() - w).abs().max().item()
+        err_low = (l.double() - w).abs().max().item()
+        assert err <= 2 * err_low + 1e-3, f"{name}: max error {err} (the same math in {dtype}: {err_low})"
+
+
+def test_compiled_training_step():
+    skip_unless_compiled(128, torch.bfloat16)
+    q, k, v = random_qkv((2, 256, 256, 4, 2), 128, torch.bfloat16)
+
+    @torch.compile(fullgraph=True)
+    def loss(q, k, v):  # AOTAutograd traces its backward too
+        return flash_attn_func(q, k, v, causal=True).float().square().mean()
+
+    qc, kc, vc = (t.detach().requires_grad_(True) for t in (q, k, v))
+    loss(qc, kc, vc).backward()
+    qe, ke, ve = (t.detach().requires_grad_(True) for t in (q, k, v))
+    flash_attn_func(qe, ke, ve, causal=True).float().square().mean().backward()
+    for compiled, direct in ((qc, qe), (kc, ke), (vc, ve)):
+        torch.testing.assert_close(compiled.grad, direct.grad)
+
+
+def test_unsupported_cases_are_named():
+    skip_unless_compiled(128, torch.bfloat16)
+    q, k, v = random_qkv((1, 64, 64, 2, 2), 128, torch.bfloat16)
+    q.requires_grad_(True)
+    out = flash_attn_func(q, k, v, softcap=30.0)
+    with pytest.raises(ValueError, match="softcap is not supported yet"):
+        out.sum().backward()
