@@ -157,7 +157,6 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
   args.window_right = options.window_right;
   args.attention_chunk = options.attention_chunk;
   args.softcap = static_cast<float>(options.softcap);
-  args.stream = c10::cuda::getCurrentCUDAStream().stream();
   args.check_pointers = false;  // CUDA tensors, checked above
   return args;
 }
@@ -172,10 +171,11 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                                                const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
                                                int64_t max_seqlen_k, const ForwardOptions& options,
                                                const c10::optional<at::Tensor>& learnable_sink, bool with_lse) {
-  c10::cuda::CUDAGuard device_guard(q.device());
   at::Tensor sink;
   warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                              max_seqlen_k, options, learnable_sink, sink);
+  c10::cuda::CUDAGuard device_guard(q.device());
+  args.stream = c10::cuda::getCurrentCUDAStream().stream();
   bool packed = cu_seqlens_q.has_value();
   std::vector<int64_t> out_shape(q.sizes().begin(), q.sizes().end());
   out_shape.back() = v.size(-1);
@@ -237,12 +237,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_op(
     const c10::optional<at::Tensor>& seqused_q, const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
     int64_t max_seqlen_k, double softmax_scale, bool causal, int64_t window_left, int64_t window_right,
     int64_t attention_chunk, double softcap, const c10::optional<at::Tensor>& learnable_sink, bool deterministic) {
-  c10::cuda::CUDAGuard device_guard(q.device());
   at::Tensor sink;
   warpflash::BackwardArgs args;
   args.forward = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                               {softmax_scale, causal, window_left, window_right, attention_chunk, softcap},
                               learnable_sink, sink);
+  c10::cuda::CUDAGuard device_guard(q.device());
+  args.forward.stream = c10::cuda::getCurrentCUDAStream().stream();
   TORCH_CHECK_VALUE(d_out.sizes() == out.sizes(), "warpflash: the gradient of out has shape ", python_shape(d_out),
                     "; out has ", python_shape(out));
   at::Tensor d_o = d_out.stride(-1) == 1 ? d_out : d_out.contiguous();
