@@ -2,7 +2,7 @@
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
 // small slack), with O and LSE from warpflash's own forward as in training. d = 128, dense
 // batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
-// GQA and MQA.
+// GQA and MQA, softcap, learnable sinks and their gradient.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -31,6 +31,8 @@ struct BackwardCase {
   int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
   bool causal;
   int64_t window_left = -1, window_right = -1;
+  float softcap = 0.f;
+  bool sinks = false;
 };
 
 const BackwardCase kBackwardCases[] = {
@@ -39,6 +41,8 @@ const BackwardCase kBackwardCases[] = {
     {"causal_more_keys", 1, 100, 333, 2, 2, true}, {"single_query", 3, 1, 129, 2, 2, false},
     {"window", 1, 500, 500, 2, 2, false, 64, 16},  {"long", 1, 1000, 1000, 2, 2, true},
     {"gqa_causal", 1, 300, 300, 4, 2, true},       {"mqa", 2, 130, 260, 4, 1, false},
+    {"softcap", 1, 257, 257, 2, 2, true, -1, -1, 30.f},
+    {"sinks_gqa", 2, 200, 150, 4, 2, true, -1, -1, 0.f, true},
 };
 
 using Param = std::tuple<DType, BackwardCase>;
@@ -60,6 +64,11 @@ TEST_P(BackwardGpuTest, MatchesReference) {
                        c.causal};
   p.window_left = c.window_left;
   p.window_right = c.window_right;
+  p.softcap = c.softcap;
+  std::vector<float> sinks(c.heads_q);
+  std::uniform_real_distribution<float> sink_logit(-2.f, 3.f);
+  for (float& sink : sinks) sink = sink_logit(rng);
+  if (c.sinks) p.sinks.assign(sinks.begin(), sinks.end());
   auto random = [&](int64_t count, std::vector<uint16_t>& bits, std::vector<double>& values) {
     bits.resize(count);
     values.resize(count);
@@ -76,7 +85,8 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   random(p.o_elements(), do_bits, d_o);
   DeviceBuffer<uint16_t> q_dev(q.size()), k_dev(k.size()), v_dev(v.size()), o_dev(d_o.size()), do_dev(d_o.size()),
       dq_dev(q.size()), dk_dev(k.size()), dv_dev(v.size());
-  DeviceBuffer<float> lse_dev(p.lse_elements());
+  DeviceBuffer<float> lse_dev(p.lse_elements()), sinks_dev(sinks.size()), d_sinks_dev(sinks.size());
+  ASSERT_TRUE(sinks_dev.upload(sinks));
   ASSERT_TRUE(q_dev.upload(q_bits) && k_dev.upload(k_bits) && v_dev.upload(v_bits) && do_dev.upload(do_bits));
   for (auto* buffer : {&dq_dev, &dk_dev, &dv_dev}) {
     ASSERT_TRUE(buffer->upload(std::vector<uint16_t>(buffer->size(), kPoison)));
@@ -94,12 +104,15 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   f.causal = c.causal;
   f.window_left = c.window_left;
   f.window_right = c.window_right;
+  f.softcap = c.softcap;
+  if (c.sinks) f.learnable_sink = sinks_dev.get();
   Status status = forward(f);
   ASSERT_TRUE(status.ok()) << status.message();
   args.d_o = contiguous_view(do_dev.get(), c.seqlen_q, c.heads_q, d);
   args.d_q = contiguous_view(dq_dev.get(), c.seqlen_q, c.heads_q, d);
   args.d_k = contiguous_view(dk_dev.get(), c.seqlen_k, c.heads_kv, d);
   args.d_v = contiguous_view(dv_dev.get(), c.seqlen_k, c.heads_kv, d);
+  if (c.sinks) args.d_sink = d_sinks_dev.get();
   DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
   args.workspace = workspace.get();
   args.workspace_bytes = workspace.size();
@@ -107,8 +120,8 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   ASSERT_TRUE(status.ok()) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
 
-  std::vector<double> dq_ref, dk_ref, dv_ref, dq_low, dk_low, dv_low;
-  reference::backward(p, q, k, v, d_o, dq_ref, dk_ref, dv_ref);
+  std::vector<double> dq_ref, dk_ref, dv_ref, dq_low, dk_low, dv_low, d_sinks_ref;
+  reference::backward(p, q, k, v, d_o, dq_ref, dk_ref, dv_ref, &d_sinks_ref);
   reference::backward_low_precision(
       p, dtype == DType::kBFloat16 ? reference::Precision::kBFloat16 : reference::Precision::kFloat16, q, k, v, d_o,
       dq_low, dk_low, dv_low);
@@ -133,6 +146,12 @@ TEST_P(BackwardGpuTest, MatchesReference) {
     EXPECT_LE(max_err, 2 * max_low + atol)
         << g.name << ": max abs error " << max_err << " at element " << worst << " (low-precision reference: "
         << max_low << ")";
+  }
+  if (c.sinks) {  // from dO . O of the kernel's rounded O: a looser, relative bound
+    std::vector<float> d_sinks = d_sinks_dev.download();
+    for (int64_t h = 0; h < c.heads_q; ++h) {
+      EXPECT_NEAR(d_sinks[h], d_sinks_ref[h], 2e-2 * (1 + std::fabs(d_sinks_ref[h]))) << "d_sink of head " << h;
+    }
   }
 }
 

@@ -63,6 +63,6 @@ def test_unsupported_cases_are_named():
     skip_unless_compiled(128, torch.bfloat16)
     q, k, v = random_qkv((1, 64, 64, 2, 2), 128, torch.bfloat16)
     q.requires_grad_(True)
-    out = flash_attn_func(q, k, v, softcap=30.0)
-    with pytest.raises(ValueError, match="softcap is not supported yet"):
+    out = flash_attn_func(q, k, v, deterministic=True)
+    with pytest.raises(ValueError, match="deterministic mode is not supported yet"):
         out.sum().backward()

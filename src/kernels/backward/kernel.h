@@ -15,6 +15,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/fast_math.h>
 
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/tile_work.h"
@@ -176,24 +177,42 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
 
       int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
-      warpgroup_wait<1>();  // S^T
-      warpgroup_fence_operand(acc_s);
       bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
-      // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
-      // for rows that saw no key (preprocess), so those columns are 0.
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_s); ++i) {
+      auto visible = [&](int i) {
         int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
-        float p = exp2f(acc_s(i) * params.scale_log2 - lse_log2[query]);
-        if (needs_mask && !(key >= mask.key_begin(query) && key < mask.key_end(query))) p = 0.f;
-        acc_s(i) = p;
-      }
-      warpgroup_wait<0>();  // dP^T
-      warpgroup_fence_operand(acc_dp);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dp); ++i) {
-        int query = query_base + get<1>(tScS(i));
-        acc_dp(i) = acc_s(i) * (acc_dp(i) - dpsum[query]);  // dS^T
+        return !needs_mask || (key >= mask.key_begin(query) && key < mask.key_end(query));
+      };
+      // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
+      // for rows that saw no key (preprocess), so those columns are 0. dS^T = P^T (dP^T - dPsum).
+      if (params.softcap_prescale == 0.f) {
+        warpgroup_wait<1>();  // S^T: its exponentials run while dP^T is still on the tensor cores
+        warpgroup_fence_operand(acc_s);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
+          float p = exp2f(acc_s(i) * params.scale_log2 - lse_log2[query_base + get<1>(tScS(i))]);
+          acc_s(i) = visible(i) ? p : 0.f;
+        }
+        warpgroup_wait<0>();  // dP^T
+        warpgroup_fence_operand(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dp); ++i) {
+          acc_dp(i) = acc_s(i) * (acc_dp(i) - dpsum[query_base + get<1>(tScS(i))]);
+        }
+      } else {
+        // Softcap (the forward's scores softcap * tanh(S * scale / softcap)): t = tanh(S *
+        // prescale) gives P, and dS^T gains tanh's derivative 1 - t^2. Both GEMMs first, so
+        // that t is not held beside P.
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_s);
+        warpgroup_fence_operand(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
+          int query = query_base + get<1>(tScS(i));
+          float t = cutlass::fast_tanh(acc_s(i) * params.softcap_prescale);  // the forward's tanh
+          float p = visible(i) ? exp2f(t * params.scale_log2 - lse_log2[query]) : 0.f;
+          acc_s(i) = p;
+          acc_dp(i) = p * (acc_dp(i) - dpsum[query]) * (1.f - t * t);
+        }
       }
       // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
       Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));

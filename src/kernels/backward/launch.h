@@ -28,16 +28,19 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
   using Input = Element const;
   ForwardArgs const& f = args.forward;
   AttentionShape const& shape = f.shape;
-  const char* unsupported = f.softcap > 0.f               ? "softcap"
-                            : f.learnable_sink != nullptr ? "learnable sinks"
-                            : args.deterministic          ? "deterministic mode"
-                                                          : nullptr;
+  const char* unsupported = args.deterministic ? "deterministic mode" : nullptr;
   if (unsupported != nullptr) {
     return Status::NotSupported(std::string("warpflash::backward: ") + unsupported + " is not supported yet");
   }
 
   BackwardPrepostParams prepost = backward_prepost_params(args, softmax_scale);
-  Status status = launch_backward_preprocess(f.dtype, prepost, f.stream);
+  Status status;
+  if (args.d_sink != nullptr) {  // the preprocess adds each query tile's share
+    status = check_cuda(cudaMemsetAsync(args.d_sink, 0, shape.heads_q * sizeof(float), f.stream),
+                        "cudaMemsetAsync(d_sink)");
+    if (!status.ok()) return status;
+  }
+  status = launch_backward_preprocess(f.dtype, prepost, f.stream);
   if (!status.ok()) return status;
 
   bool packed_q = f.cu_seqlens_q != nullptr, packed_k = f.cu_seqlens_k != nullptr;
@@ -64,7 +67,8 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
         args.d_k,
         args.d_v,
         static_cast<int>(shape.heads_q / shape.heads_kv),
-        static_cast<float>(softmax_scale * M_LOG2E),
+        static_cast<float>((f.softcap > 0.f ? f.softcap : softmax_scale) * M_LOG2E),
+        f.softcap > 0.f ? softmax_scale / f.softcap : 0.f,
         softmax_scale,
         prepost.seq_q,
         SequenceLengths{f.cu_seqlens_k, f.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(f.total_k)},

@@ -59,6 +59,7 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
   float* lse_log2 = reinterpret_cast<float*>(p.workspace_base + w.lse_log2) + head_row;
   float const* lse = p.lse + blockIdx.z * p.lse_batch_stride + head * p.lse_head_stride + rows.seq.offset;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float sink = p.sinks != nullptr ? p.sinks[head] : 0.f, d_sink = 0.f;  // this warp's rows' share
   for (int r = warp; r < w.block_m; r += kWarps) {
     int row = rows.row_begin + r;
     bool inside = row < rows.seq.length;
@@ -80,8 +81,11 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
       float row_lse = inside ? lse[row] : -INFINITY;
       dpsum[r] = sum;
       lse_log2[r] = row_lse == -INFINITY ? INFINITY : row_lse * float(M_LOG2E);
+      // The sink is a logit without a value row: its probability's gradient is -P_sink * dPsum.
+      if (p.sinks != nullptr && inside) d_sink -= __expf(sink - row_lse) * sum;
     }
   }
+  if (p.sinks != nullptr && lane == 0 && d_sink != 0.f) atomicAdd(p.d_sink + head, d_sink);
   float4* accumulator = reinterpret_cast<float4*>(reinterpret_cast<float*>(p.workspace_base + w.dq_accum) +
                                                   head_row * w.head_dim);
   for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);

@@ -25,6 +25,10 @@ struct BackwardPrepostParams {
   SequenceLengths seq_q;
   int batch, heads, head_dim, head_dim_v;
   float softmax_scale;          // postprocess: dQ = scale * accumulator
+  // Learnable sinks (may be null): preprocess adds -sum_rows exp(sink - LSE) * dPsum into
+  // d_sink (zeroed before it), the gradient of each query head's sink logit.
+  float const* sinks;
+  float* d_sink;
   BackwardWorkspace workspace;
   char* workspace_base;
 };
@@ -56,6 +60,8 @@ inline BackwardPrepostParams backward_prepost_params(BackwardArgs const& args, f
       static_cast<int>(s.head_dim),
       static_cast<int>(s.value_head_dim()),
       softmax_scale,
+      f.learnable_sink,
+      args.d_sink,
       backward_workspace(args),
       static_cast<char*>(args.workspace),
   };

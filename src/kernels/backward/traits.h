@@ -129,7 +129,11 @@ struct BackwardTraits {
     TensorView4d d_k;  // written from registers, rows up to the key sequence's end
     TensorView4d d_v;
     int heads_per_kv_head;
-    float scale_log2;     // softmax scale * log2(e): P = exp2(S * scale_log2 - LSE_log2)
+    // As the forward's: P = exp2(S * scale_log2 - LSE_log2), scale_log2 = softmax scale *
+    // log2(e); with a softcap (softcap_prescale > 0) exp2(tanh(S * softcap_prescale) *
+    // scale_log2 - LSE_log2), scale_log2 = softcap * log2(e).
+    float scale_log2;
+    float softcap_prescale;
     float softmax_scale;  // dK's
     SequenceLengths seq_q;
     SequenceLengths seq_k;
