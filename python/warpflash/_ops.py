@@ -23,7 +23,9 @@ def _forward_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max
 def _backward_fake(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                    max_seqlen_k, softmax_scale, causal, window_left, window_right, attention_chunk, softcap,
                    learnable_sink, deterministic):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    d_sink = torch.empty(learnable_sink.shape[0] if learnable_sink is not None else 0, dtype=torch.float32,
+                         device=q.device)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), d_sink
 
 
 def _setup_context(ctx, inputs, output):
@@ -39,10 +41,15 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, d_out, d_lse):
     q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, learnable_sink = ctx.saved_tensors
-    d_q, d_k, d_v = torch.ops.warpflash.backward(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q,
-                                                 seqused_k, *ctx.options, learnable_sink, ctx.deterministic)
-    # One gradient per input of the forward operator: q, k, v, then none for the rest.
-    return (d_q, d_k, d_v) + (None,) * 14
+    d_q, d_k, d_v, d_sink = torch.ops.warpflash.backward(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+                                                         seqused_q, seqused_k, *ctx.options, learnable_sink,
+                                                         ctx.deterministic)
+    if learnable_sink is not None:
+        d_sink = d_sink.to(learnable_sink.dtype)
+    else:
+        d_sink = None
+    # One gradient per input of the forward operator: q, k, v, 12 without one, the sink, deterministic.
+    return (d_q, d_k, d_v) + (None,) * 12 + (d_sink, None)
 
 
 torch.library.register_autograd("warpflash::forward", _backward, setup_context=_setup_context)

@@ -63,6 +63,30 @@ def test_unsupported_cases_are_named():
     skip_unless_compiled(128, torch.bfloat16)
     q, k, v = random_qkv((1, 64, 64, 2, 2), 128, torch.bfloat16)
     q.requires_grad_(True)
-    out = flash_attn_func(q, k, v, deterministic=True)
-    with pytest.raises(ValueError, match="deterministic mode is not supported yet"):
+    sink = torch.zeros(2, device="cuda", requires_grad=True)
+    out = flash_attn_func(q, k, v, deterministic=True, learnable_sink=sink)
+    with pytest.raises(ValueError, match="deterministic mode with learnable sinks is not supported yet"):
         out.sum().backward()
+
+
+def test_deterministic_gradients_are_bitwise_identical():
+    skip_unless_compiled(128, torch.bfloat16)
+    q, k, v = random_qkv((2, 1000, 1000, 8, 2), 128, torch.bfloat16)
+    d_out = torch.randn_like(q)
+    first = gradients(lambda q, k, v: flash_attn_func(q, k, v, causal=True, deterministic=True), q, k, v, d_out)
+    for _ in range(5):
+        again = gradients(lambda q, k, v: flash_attn_func(q, k, v, causal=True, deterministic=True), q, k, v, d_out)
+        for a, b in zip(first, again):
+            assert torch.equal(a, b)
+
+
+def test_sink_gradient():
+    skip_unless_compiled(128, torch.bfloat16)
+    q, k, v = random_qkv((1, 200, 200, 4, 2), 128, torch.bfloat16)
+    sink = torch.randn(4, device="cuda")
+    d_out = torch.randn_like(q)
+    s1 = sink.clone().requires_grad_(True)
+    flash_attn_func(q, k, v, causal=True, learnable_sink=s1).backward(d_out)
+    s2 = sink.double().clone().requires_grad_(True)
+    attention_reference(q, k, v, 128 ** -0.5, True, sink=s2)[0].backward(d_out.double())
+    torch.testing.assert_close(s1.grad.double(), s2.grad, atol=2e-2, rtol=2e-2)

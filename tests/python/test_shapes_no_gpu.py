@@ -37,9 +37,10 @@ def test_fake_backward_shapes():
     k = torch.empty(2, 300, 2, 128, device="meta", dtype=torch.bfloat16)
     out = torch.empty_like(q)
     lse = torch.empty(2, 8, 100, device="meta", dtype=torch.float32)
-    d_q, d_k, d_v = torch.ops.warpflash.backward(out, q, k, k, out, lse, None, None, None, None, 0, 0, 0.1, True, -1,
-                                                 -1, 0, 0.0, None, False)
+    d_q, d_k, d_v, d_sink = torch.ops.warpflash.backward(out, q, k, k, out, lse, None, None, None, None, 0, 0, 0.1,
+                                                         True, -1, -1, 0, 0.0, None, False)
     assert d_q.shape == q.shape and d_k.shape == k.shape and d_v.shape == k.shape and d_q.dtype == q.dtype
+    assert d_sink.shape == (0,)
 
 
 def test_fake_forward_and_backward_trace():

@@ -229,9 +229,9 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
   return pybind11::make_tuple(out, lse);
 }
 
-// The gradients of q, k, v for d_out, from the forward's out and lse (the operator's
-// outputs), with the forward's arguments.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_op(
+// The gradients of q, k, v (and of learnable_sink, fp32; empty without) for d_out, from the
+// forward's out and lse (the operator's outputs), with the forward's arguments.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_op(
     const at::Tensor& d_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
     const at::Tensor& lse, const c10::optional<at::Tensor>& cu_seqlens_q, const c10::optional<at::Tensor>& cu_seqlens_k,
     const c10::optional<at::Tensor>& seqused_q, const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
@@ -256,13 +256,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_op(
   args.d_q = view_of(d_q);
   args.d_k = view_of(d_k);
   args.d_v = view_of(d_v);
+  at::Tensor d_sink = at::empty({learnable_sink.has_value() ? learnable_sink->size(0) : 0}, q.options().dtype(at::kFloat));
+  if (learnable_sink.has_value()) args.d_sink = d_sink.data_ptr<float>();
   args.deterministic = deterministic;
   at::Tensor workspace = at::empty({static_cast<int64_t>(warpflash::backward_workspace_bytes(args))},
                                    q.options().dtype(at::kByte));
   args.workspace = workspace.data_ptr();
   args.workspace_bytes = static_cast<size_t>(workspace.numel());
   raise_if_error(warpflash::backward(args));
-  return {d_q, d_k, d_v};
+  return {d_q, d_k, d_v, d_sink};
 }
 
 }  // namespace
@@ -277,7 +279,7 @@ TORCH_LIBRARY(warpflash, m) {
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "
       "float softmax_scale, bool causal, int window_left, int window_right, int attention_chunk, float softcap, "
-      "Tensor? learnable_sink, bool deterministic) -> (Tensor d_q, Tensor d_k, Tensor d_v)");
+      "Tensor? learnable_sink, bool deterministic) -> (Tensor d_q, Tensor d_k, Tensor d_v, Tensor d_sink)");
 }
 
 TORCH_LIBRARY_IMPL(warpflash, CUDA, m) {

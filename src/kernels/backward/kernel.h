@@ -29,7 +29,17 @@ using namespace cute;
 enum class BackwardBarrier : uint32_t {
   kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
   kDsFull = 1,  // every consumer's part of dS is written
+  kDqTurn = 2,  // deterministic mode: this CTA's turn to add dQ has come / its additions are done
 };
+
+CUTE_DEVICE int load_acquire(int const* address) {
+  int value;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+}
+CUTE_DEVICE void store_release(int* address, int value) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
 
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
@@ -166,6 +176,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
     float const* dpsum = reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + head_rows;
     float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
+    int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block) {
       int stage = read.index();
@@ -244,10 +255,26 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       pipeline_do.consumer_release(read);
       ++read;
       // Into the fp32 accumulator (rows past the sequence land in the workspace's padding).
+      // Deterministic: the K/V blocks that see this query tile add in ascending order, each
+      // once the tile's semaphore counts the ones before it (CTAs of lower blocks start
+      // first, so the wait ends).
+      int* semaphore = dq_semaphore + head_rows / w.block_m + m_block;
+      int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
+      if (params.deterministic) {
+        if (consumer_tid == 0) {
+          while (load_acquire(semaphore) != turn) __nanosleep(32);
+        }
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
+      }
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(acc_dq); ++i) {
         int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
         atomicAdd(dq_accum + int64_t(row) * Traits::kHeadDim + col, acc_dq(i));
+      }
+      if (params.deterministic) {
+        __threadfence();  // this CTA's additions before the next one's turn
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
+        if (consumer_tid == 0) store_release(semaphore, turn + 1);
       }
     }
 

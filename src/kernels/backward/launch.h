@@ -28,7 +28,9 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
   using Input = Element const;
   ForwardArgs const& f = args.forward;
   AttentionShape const& shape = f.shape;
-  const char* unsupported = args.deterministic ? "deterministic mode" : nullptr;
+  // The sinks' gradient is summed with atomics in any order (prepost.cu).
+  const char* unsupported =
+      args.deterministic && f.learnable_sink != nullptr ? "deterministic mode with learnable sinks" : nullptr;
   if (unsupported != nullptr) {
     return Status::NotSupported(std::string("warpflash::backward: ") + unsupported + " is not supported yet");
   }
@@ -75,6 +77,7 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
         forward_mask(f).mask,
         prepost.workspace,
         prepost.workspace_base,
+        args.deterministic,
     };
     auto kernel = backward_kernel<Traits>;
     static std::atomic<uint64_t> configured{0};

@@ -140,6 +140,7 @@ struct BackwardTraits {
     AttentionMask mask;  // window and chunk; sequence lengths set per CTA
     BackwardWorkspace workspace;
     char* workspace_base;
+    bool deterministic;  // dQ added in a fixed order (kernel.h)
   };
 };
 
