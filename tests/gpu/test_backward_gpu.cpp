@@ -155,6 +155,60 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   }
 }
 
+// deterministic = true: dQ (the only sum over CTAs) bitwise identical over runs.
+TEST(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
+  WARPFLASH_REQUIRE_HOPPER();
+  std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);
+  if (std::find(compiled.begin(), compiled.end(), 128) == compiled.end()) GTEST_SKIP() << "d = 128 not compiled";
+  const int64_t batch = 2, seqlen = 1000, heads_q = 8, heads_kv = 2, d = 128;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto random_bits = [&](int64_t count) {
+    std::vector<uint16_t> bits(count);
+    for (uint16_t& b : bits) b = to_bits(DType::kBFloat16, normal(rng));
+    return bits;
+  };
+  const int64_t q_count = batch * seqlen * heads_q * d, kv_count = batch * seqlen * heads_kv * d;
+  DeviceBuffer<uint16_t> q(q_count), k(kv_count), v(kv_count), o(q_count), d_o(q_count), d_q(q_count), d_k(kv_count),
+      d_v(kv_count);
+  DeviceBuffer<float> lse(batch * heads_q * seqlen);
+  ASSERT_TRUE(q.upload(random_bits(q_count)) && k.upload(random_bits(kv_count)) && v.upload(random_bits(kv_count)) &&
+              d_o.upload(random_bits(q_count)));
+  BackwardArgs args;
+  ForwardArgs& f = args.forward;
+  f.dtype = DType::kBFloat16;
+  f.shape = {batch, seqlen, seqlen, heads_q, heads_kv, d};
+  f.q = contiguous_view(q.get(), seqlen, heads_q, d);
+  f.k = contiguous_view(k.get(), seqlen, heads_kv, d);
+  f.v = contiguous_view(v.get(), seqlen, heads_kv, d);
+  f.o = contiguous_view(o.get(), seqlen, heads_q, d);
+  f.lse = lse.get();
+  f.causal = true;
+  ASSERT_TRUE(forward(f).ok());
+  args.d_o = contiguous_view(d_o.get(), seqlen, heads_q, d);
+  args.d_q = contiguous_view(d_q.get(), seqlen, heads_q, d);
+  args.d_k = contiguous_view(d_k.get(), seqlen, heads_kv, d);
+  args.d_v = contiguous_view(d_v.get(), seqlen, heads_kv, d);
+  args.deterministic = true;
+  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size();
+  std::vector<uint16_t> first_dq, first_dk;
+  for (int run = 0; run < 6; ++run) {
+    Status status = backward(args);
+    ASSERT_TRUE(status.ok()) << status.message();
+    WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint16_t> dq = d_q.download(), dk = d_k.download();
+    if (run == 0) {
+      first_dq = dq;
+      first_dk = dk;
+      continue;
+    }
+    ASSERT_EQ(dq, first_dq) << "run " << run << ": dQ differs from run 0";
+    ASSERT_EQ(dk, first_dk) << "run " << run << ": dK differs from run 0";
+  }
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   auto [dtype, c] = info.param;
   std::ostringstream name;
