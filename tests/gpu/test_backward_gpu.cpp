@@ -155,6 +155,101 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   }
 }
 
+// Packed sequences (FlashAttention's varlen layout) with an empty one and lengths around the
+// tiles, causal, GQA: each sequence's gradients against the reference of that sequence alone.
+TEST(BackwardVarlenGpu, MatchesReferencePerSequence) {
+  WARPFLASH_REQUIRE_HOPPER();
+  std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);
+  if (std::find(compiled.begin(), compiled.end(), 128) == compiled.end()) GTEST_SKIP() << "d = 128 not compiled";
+  const DType dtype = DType::kBFloat16;
+  const std::vector<int> lengths_q = {100, 0, 257, 64, 129}, lengths_k = {100, 0, 300, 1, 129};
+  const int64_t heads_q = 4, heads_kv = 2, d = 128, batch = static_cast<int64_t>(lengths_q.size());
+  std::vector<int> cu_q(1, 0), cu_k(1, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    cu_q.push_back(cu_q.back() + lengths_q[b]);
+    cu_k.push_back(cu_k.back() + lengths_k[b]);
+  }
+  const int64_t total_q = cu_q.back(), total_k = cu_k.back();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto random = [&](int64_t count, std::vector<uint16_t>& bits, std::vector<double>& values) {
+    bits.resize(count);
+    values.resize(count);
+    for (int64_t i = 0; i < count; ++i) values[i] = from_bits(dtype, bits[i] = to_bits(dtype, normal(rng)));
+  };
+  std::vector<uint16_t> q_bits, k_bits, v_bits, do_bits;
+  std::vector<double> q, k, v, d_o;
+  random(total_q * heads_q * d, q_bits, q);
+  random(total_k * heads_kv * d, k_bits, k);
+  random(total_k * heads_kv * d, v_bits, v);
+  random(total_q * heads_q * d, do_bits, d_o);
+  DeviceBuffer<uint16_t> q_dev(q.size()), k_dev(k.size()), v_dev(v.size()), o_dev(q.size()), do_dev(q.size()),
+      dq_dev(q.size()), dk_dev(k.size()), dv_dev(v.size());
+  DeviceBuffer<float> lse_dev(heads_q * total_q);
+  DeviceBuffer<int> cu_q_dev(cu_q.size()), cu_k_dev(cu_k.size());
+  ASSERT_TRUE(q_dev.upload(q_bits) && k_dev.upload(k_bits) && v_dev.upload(v_bits) && do_dev.upload(do_bits) &&
+              cu_q_dev.upload(cu_q) && cu_k_dev.upload(cu_k));
+  BackwardArgs args;
+  ForwardArgs& f = args.forward;
+  f.dtype = dtype;
+  f.shape = {batch, *std::max_element(lengths_q.begin(), lengths_q.end()),
+             *std::max_element(lengths_k.begin(), lengths_k.end()), heads_q, heads_kv, d};
+  f.cu_seqlens_q = cu_q_dev.get();
+  f.cu_seqlens_k = cu_k_dev.get();
+  f.total_q = total_q;
+  f.total_k = total_k;
+  f.q = contiguous_view(q_dev.get(), total_q, heads_q, d);
+  f.k = contiguous_view(k_dev.get(), total_k, heads_kv, d);
+  f.v = contiguous_view(v_dev.get(), total_k, heads_kv, d);
+  f.o = contiguous_view(o_dev.get(), total_q, heads_q, d);
+  f.lse = lse_dev.get();
+  f.causal = true;
+  Status status = forward(f);
+  ASSERT_TRUE(status.ok()) << status.message();
+  args.d_o = contiguous_view(do_dev.get(), total_q, heads_q, d);
+  args.d_q = contiguous_view(dq_dev.get(), total_q, heads_q, d);
+  args.d_k = contiguous_view(dk_dev.get(), total_k, heads_kv, d);
+  args.d_v = contiguous_view(dv_dev.get(), total_k, heads_kv, d);
+  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
+  args.workspace = workspace.get();
+  args.workspace_bytes = workspace.size();
+  status = backward(args);
+  ASSERT_TRUE(status.ok()) << status.message();
+  WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint16_t> dq = dq_dev.download(), dk = dk_dev.download(), dv = dv_dev.download();
+  for (int64_t b = 0; b < batch; ++b) {
+    SCOPED_TRACE(::testing::Message() << "sequence " << b);
+    reference::Problem p{1, lengths_q[b], lengths_k[b], heads_q, heads_kv, d, 1.0 / std::sqrt(double(d)), true};
+    auto slice = [&](const std::vector<double>& all, int64_t first, int64_t rows, int64_t heads) {
+      return std::vector<double>(all.begin() + first * heads * d, all.begin() + (first + rows) * heads * d);
+    };
+    std::vector<double> qs = slice(q, cu_q[b], lengths_q[b], heads_q), dos = slice(d_o, cu_q[b], lengths_q[b], heads_q);
+    std::vector<double> ks = slice(k, cu_k[b], lengths_k[b], heads_kv), vs = slice(v, cu_k[b], lengths_k[b], heads_kv);
+    std::vector<double> dq_ref, dk_ref, dv_ref, dq_low, dk_low, dv_low;
+    reference::backward(p, qs, ks, vs, dos, dq_ref, dk_ref, dv_ref);
+    reference::backward_low_precision(p, reference::Precision::kBFloat16, qs, ks, vs, dos, dq_low, dk_low, dv_low);
+    struct Gradient {
+      const char* name;
+      const std::vector<uint16_t>& got;
+      int64_t first;
+      const std::vector<double>& want;
+      const std::vector<double>& low;
+    };
+    for (const Gradient& g : {Gradient{"dQ", dq, cu_q[b] * heads_q * d, dq_ref, dq_low},
+                              Gradient{"dK", dk, cu_k[b] * heads_kv * d, dk_ref, dk_low},
+                              Gradient{"dV", dv, cu_k[b] * heads_kv * d, dv_ref, dv_low}}) {
+      double max_err = 0, max_low = 0;
+      for (size_t i = 0; i < g.want.size(); ++i) {
+        double err = std::fabs(from_bits(dtype, g.got[g.first + i]) - g.want[i]);
+        max_err = std::isnan(err) ? INFINITY : std::max(max_err, err);
+        max_low = std::max(max_low, std::fabs(g.low[i] - g.want[i]));
+      }
+      EXPECT_LE(max_err, 2 * max_low + std::ldexp(1.0, -8))
+          << g.name << " (low-precision reference: " << max_low << ")";
+    }
+  }
+}
+
 // deterministic = true: dQ (the only sum over CTAs) bitwise identical over runs.
 TEST(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
   WARPFLASH_REQUIRE_HOPPER();
