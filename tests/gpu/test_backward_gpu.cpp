@@ -1,6 +1,6 @@
 // The backward pass against the double-precision reference (FlashAttention's criterion:
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
-// small slack), with O and LSE from warpflash's own forward as in training. d = 128, dense
+// small slack), with O and LSE from warpflash's own forward as in training. d = 64 and 128, dense
 // batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
 // GQA and MQA, softcap, learnable sinks and their gradient.
 #include <algorithm>
@@ -45,16 +45,16 @@ const BackwardCase kBackwardCases[] = {
     {"sinks_gqa", 2, 200, 150, 4, 2, true, -1, -1, 0.f, true},
 };
 
-using Param = std::tuple<DType, BackwardCase>;
+using Param = std::tuple<DType, int, BackwardCase>;  // dtype, head dim, case
 class BackwardGpuTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(BackwardGpuTest, MatchesReference) {
   WARPFLASH_REQUIRE_HOPPER();
-  auto [dtype, c] = GetParam();
-  const int64_t d = 128;
+  auto [dtype, head_dim, c] = GetParam();
+  const int64_t d = head_dim;
   std::vector<int> compiled = compiled_head_dims(dtype);
   if (std::find(compiled.begin(), compiled.end(), d) == compiled.end()) {
-    GTEST_SKIP() << "d = 128 not compiled for " << dtype_name(dtype);
+    GTEST_SKIP() << "d = " << d << " not compiled for " << dtype_name(dtype);
   }
   const uint32_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
@@ -305,15 +305,15 @@ TEST(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  auto [dtype, c] = info.param;
+  auto [dtype, head_dim, c] = info.param;
   std::ostringstream name;
-  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d128_" << c.name;
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << "_" << c.name;
   return name.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backward, BackwardGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
-                                            ::testing::ValuesIn(kBackwardCases)),
+                                            ::testing::Values(64, 128), ::testing::ValuesIn(kBackwardCases)),
                          param_name);
 
 }  // namespace

@@ -20,17 +20,18 @@ def gradients(fn, q, k, v, d_out):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("shape,causal,window", [
     ((2, 256, 256, 4, 4), False, (-1, -1)), ((2, 256, 256, 4, 4), True, (-1, -1)),
     ((1, 300, 500, 8, 2), True, (-1, -1)), ((1, 129, 77, 4, 1), False, (-1, -1)),
     ((1, 500, 500, 2, 2), False, (64, 16)),
 ])
-def test_gradients_match_the_reference(shape, causal, window, dtype):
-    skip_unless_compiled(128, dtype)
+def test_gradients_match_the_reference(shape, causal, window, head_dim, dtype):
+    skip_unless_compiled(head_dim, dtype)
     b, sq, sk, hq, hkv = shape
-    q, k, v = random_qkv(shape, 128, dtype)
-    d_out = torch.randn(b, sq, hq, 128, device="cuda", dtype=dtype)
-    scale = 128 ** -0.5
+    q, k, v = random_qkv(shape, head_dim, dtype)
+    d_out = torch.randn(b, sq, hq, head_dim, device="cuda", dtype=dtype)
+    scale = head_dim ** -0.5
     got = gradients(lambda q, k, v: flash_attn_func(q, k, v, causal=causal, window_size=window), q, k, v, d_out)
     want = gradients(lambda q, k, v: attention_reference(q, k, v, scale, causal, window=window)[0], q.double(),
                      k.double(), v.double(), d_out.double())
