@@ -91,3 +91,32 @@ def test_sink_gradient():
     s2 = sink.double().clone().requires_grad_(True)
     attention_reference(q, k, v, 128 ** -0.5, True, sink=s2)[0].backward(d_out.double())
     torch.testing.assert_close(s1.grad.double(), s2.grad, atol=2e-2, rtol=2e-2)
+
+
+def test_varlen_gradients_match_per_sequence():
+    skip_unless_compiled(128, torch.bfloat16)
+    from warpflash import flash_attn_varlen_func
+
+    lengths = [100, 0, 257, 64]
+    cu = torch.tensor([0] + lengths, device="cuda").cumsum(0).to(torch.int32)
+    total, heads_q, heads_kv, d = sum(lengths), 4, 2, 128
+    q = torch.randn(total, heads_q, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(total, heads_kv, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    d_out = torch.randn_like(q)
+    got = gradients(lambda q, k, v: flash_attn_varlen_func(q, k, v, cu, cu, max(lengths), max(lengths), causal=True),
+                    q, k, v, d_out)
+    start = 0
+    for n in lengths:
+        if n == 0:
+            continue
+        rows = slice(start, start + n)
+        one = lambda t: t[rows].unsqueeze(0)  # noqa: E731  (a dense batch of this sequence)
+        want = gradients(lambda q, k, v: attention_reference(q, k, v, d ** -0.5, True)[0], one(q).double(),
+                         one(k).double(), one(v).double(), one(d_out).double())
+        low = gradients(lambda q, k, v: attention_reference(q, k, v, d ** -0.5, True, dtype=torch.bfloat16)[0]
+                        .to(torch.bfloat16), one(q), one(k), one(v), one(d_out))
+        for name, g, w, l in zip(("dq", "dk", "dv"), got, want, low):
+            err = (g[rows].double() - w[0]).abs().max().item()
+            err_low = (l[0].double() - w[0]).abs().max().item()
+            assert err <= 2 * err_low + 1e-3, f"sequence of {n}: {name} max error {err} (bf16 math: {err_low})"
+        start += n
