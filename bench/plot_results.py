@@ -105,7 +105,10 @@ def plot_features(path, out_dir):
             tflops[(config, impl)] = value
     height = 0.8 / len(impls)
     fig, ax = plt.subplots(figsize=(9, 0.25 * len(configs) * len(impls) + 1.5))
-    others = iter(plt.get_cmap("tab10").colors[4:])  # for variants (plain, softcap, ...) of one implementation
+    # Variants (dense, plain, softcap, ...) get colours that no implementation has.
+    used = {color for color, _ in STYLES.values()}
+    others = iter([c for c in ("tab:pink", "tab:gray", "tab:olive", "tab:cyan", "black", "gold", "tab:purple")
+                   if c not in used])
     for i, impl in enumerate(impls):
         measured = [(c, tflops[(config, impl)]) for c, config in enumerate(configs) if (config, impl) in tflops]
         color = STYLES[impl][0] if impl in STYLES else next(others, "gray")

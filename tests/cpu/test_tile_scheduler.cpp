@@ -32,23 +32,21 @@ TEST(TileScheduler, CoversEveryTileExactlyOnce) {
       for (int causal = 0; causal < 2; ++causal) {
         for (int heads_batch : {21, 136, 600}) {
           for (int ctas : {1, 5, 47, 48, 132, 500}) {
-            {
-              int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
-              ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
-              scheduler.plan(ctas, block_m);
-              std::set<std::tuple<int, int, int>> seen;
-              size_t count = 0;
-              for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
-                for (TileCoord t : tiles) {
-                  EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
-                              t.batch < heads_batch / 3);
-                  seen.insert({t.m_block, t.head, t.batch});
-                  ++count;
-                }
+            int m_blocks = ForwardTileScheduler::m_blocks_for(seqlen, block_m);
+            ForwardTileScheduler scheduler{m_blocks, 3, heads_batch / 3, causal == 1};
+            scheduler.plan(ctas, block_m);
+            std::set<std::tuple<int, int, int>> seen;
+            size_t count = 0;
+            for (auto const& tiles : tiles_per_cta(scheduler, ctas)) {
+              for (TileCoord t : tiles) {
+                EXPECT_TRUE(t.m_block >= 0 && t.m_block < m_blocks && t.head >= 0 && t.head < 3 && t.batch >= 0 &&
+                            t.batch < heads_batch / 3);
+                seen.insert({t.m_block, t.head, t.batch});
+                ++count;
               }
-              EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
-              EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
             }
+            EXPECT_EQ(seen.size(), size_t(scheduler.num_tiles())) << seqlen << " " << block_m << " " << ctas;
+            EXPECT_EQ(count, seen.size()) << seqlen << " " << block_m << " " << causal << " " << ctas;
           }
         }
       }
@@ -283,7 +281,9 @@ TEST(TileScheduler, VaryingLengthsCoverEverySequenceTileOnce) {
               ++count;
             }
           }
-          for (int b = 0; b < packed.batch(); ++b) expected += 3 * ForwardTileScheduler::m_blocks_for(seq.of(b).length, block_m);
+          for (int b = 0; b < packed.batch(); ++b) {
+            expected += 3 * ForwardTileScheduler::m_blocks_for(seq.of(b).length, block_m);
+          }
           EXPECT_EQ(count, expected) << block_m << " " << causal << " " << ctas;
           EXPECT_EQ(seen.size(), expected) << block_m << " " << causal << " " << ctas;
         }

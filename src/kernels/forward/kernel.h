@@ -84,12 +84,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Persistent: one CTA per SM walks the tiles, so the producer loads the next tile's Q
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
+  constexpr bool kGeneralLoop = !std::is_same_v<Mask, CausalMask>;
   // The plain loop's sequences are all seqlen long.
   auto tile_of = [&](unsigned index) {
-    if constexpr (std::is_same_v<Mask, CausalMask>) {
-      return scheduler.tile(index);
-    } else {
+    if constexpr (kGeneralLoop) {
       return scheduler.tile(index, params.seq_q, Traits::kBlockM);
+    } else {
+      return scheduler.tile(index);
     }
   };
   // Static tile order: every role computes the CTA's tile index of a round from the
@@ -98,7 +99,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // from the counter once a tile's loads are issued (the first from blockIdx.x) and passes it
   // to the consumers with the tile's Q; an index past the last tile, passed the same way,
   // ends the loop.
-  constexpr bool kGeneralLoop = !std::is_same_v<Mask, CausalMask>;
   bool dynamic_tiles = kGeneralLoop && params.tile_counter != nullptr;
   auto static_index = [&](int round) {
     return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
