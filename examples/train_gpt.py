@@ -1,6 +1,6 @@
 """Trains a small GPT-style model twice from the same seed, once with warpflash's attention
 and once with PyTorch's scaled_dot_product_attention, on data it makes itself (a fixed
-random second-order Markov source over 256 symbols: learnable, no downloads), and prints
+random second-order Markov source over 64 symbols: learnable, no downloads), and prints
 both loss curves and tokens per second. The curves should agree within bf16 noise.
 
     python3 examples/train_gpt.py [--steps 300] [--layers 4] [--heads 4] [--head-dim 128]
@@ -109,16 +109,17 @@ def main(argv=None):
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--seqlen", type=int, default=1024)
     p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=64, help="the source's symbols (vocab^2 contexts to learn)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--distinct-batches", type=int, default=64, help="batches sampled once and cycled through")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
-    table = markov_source(256, args.seed)
+    table = markov_source(args.vocab, args.seed)
     entropy = -(table * table.clamp_min(1e-30).log()).sum(-1).mean().item()  # what a perfect model reaches (about)
     runs = {"warpflash": train(warpflash_attention, args, table), "sdpa": train(sdpa_attention, args, table)}
     print(f"# {args.layers} layers, {args.heads} heads of {args.head_dim}, seqlen {args.seqlen}, batch {args.batch}; "
-          f"the source's entropy is about {entropy:.3f} nats, a uniform guess {math.log(256):.3f}")
+          f"the source's entropy is about {entropy:.3f} nats, a uniform guess {math.log(args.vocab):.3f}")
     print("step " + "".join(f"{name:>12s}" for name in runs))
     for step in list(range(0, args.steps, max(1, args.steps // 12))) + [args.steps - 1]:
         print(f"{step:4d} " + "".join(f"{losses[step]:12.4f}" for losses, _ in runs.values()))

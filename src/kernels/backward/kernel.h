@@ -30,6 +30,8 @@ enum class BackwardBarrier : uint32_t {
   kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
   kDsFull = 1,  // every consumer's part of dS is written
   kDqTurn = 2,  // deterministic mode: this CTA's turn to add dQ has come / its additions are done
+  kDqFull = 3,  // + consumer warpgroup: its half of the dQ tile is in shared memory
+  kDqEmpty = 5,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
 };
 
 CUTE_DEVICE int load_acquire(int const* address) {
@@ -39,6 +41,52 @@ CUTE_DEVICE int load_acquire(int const* address) {
 }
 CUTE_DEVICE void store_release(int* address, int value) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
+}
+
+// A consumer warpgroup and the dQ writer warp meet at the kDqFull / kDqEmpty barriers.
+constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
+
+// Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
+// accumulator with a TMA reduce-add, one warpgroup's half of the columns at a time, in the
+// order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
+// consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
+template <class Traits>
+CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
+                                 int batch, int first_head, int group, int m_begin, int m_end) {
+  using HalfTile = Shape<typename Traits::BlockM, Int<Traits::kHeadDim / 2>>;
+  BackwardWorkspace const& w = params.workspace;
+  Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
+  auto tma_dq = params.tma_dq.get_slice(_0{});
+  bool leader = cute::elect_one_sync();
+  int tiles = group * (m_end - m_begin), tile = 0;
+#pragma unroll 1
+  for (int head = first_head; head < first_head + group; ++head) {
+    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);  // a multiple of kBlockM
+#pragma unroll 1
+    for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
+      int row_tile = int(head_rows / Traits::kBlockM) + m_block;
+#pragma unroll
+      for (int half = 0; half < Traits::kConsumerWarpgroups; ++half) {
+        uint32_t full = static_cast<uint32_t>(BackwardBarrier::kDqFull) + half;
+        uint32_t empty = static_cast<uint32_t>(BackwardBarrier::kDqEmpty) + half;
+        cutlass::arch::NamedBarrier::sync(kDqSyncThreads, full);
+        if (leader) {
+          Tensor sHalf = make_tensor(
+              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQHalf>),
+              typename Traits::SmemLayoutDQHalf{});
+          Tensor gHalf = local_tile(mDQ, HalfTile{}, make_coord(row_tile, half));
+          copy(params.tma_dq, tma_dq.partition_S(sHalf), tma_dq.partition_D(gHalf));
+          tma_store_arrive();
+          tma_store_wait<0>();  // the shared memory has been read
+        }
+        __syncwarp();
+        if (tile + 1 < tiles) cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, empty);
+      }
+    }
+  }
 }
 
 template <class Traits>
@@ -71,7 +119,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   pipeline_params.role = warpgroup == 0 ? PipelineQ::ThreadCategory::Producer : PipelineQ::ThreadCategory::Consumer;
   pipeline_params.is_leader = threadIdx.x == 0;
   pipeline_params.num_consumers = Traits::kConsumerThreads;
-  pipeline_params.transaction_bytes = Traits::kBytesQ;
+  pipeline_params.transaction_bytes = Traits::kBytesQ + Traits::kBytesStats;
   PipelineQ pipeline_q(storage.pipeline_q, pipeline_params, Shape<_1, _1, _1>{});
   PipelineQ pipeline_do(storage.pipeline_do, pipeline_params, Shape<_1, _1, _1>{});
   __syncthreads();
@@ -82,7 +130,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     // Without a query tile that sees the block nothing is loaded (the CTA must not exit with
     // loads in flight): the consumers write dK = dV = 0.
-    if (threadIdx.x != 0 || m_begin >= m_end) return;
+    if (m_begin >= m_end) return;
+    if (threadIdx.x / cutlass::NumThreadsPerWarp == 1 && !params.deterministic) {
+      reduce_dq_tiles<Traits>(params, storage, batch, first_head, group, m_begin, m_end);
+      return;
+    }
+    if (threadIdx.x != 0) return;
     // Packed sequences start at their offset in batch 0's token dimension (as the forward's loads).
     auto sequence_rows = [](auto const& tma, auto const& shape, int offset, int head_coord, int batch_coord) {
       return domain_offset(make_coord(offset, _0{}), tma.get_tma_tensor(shape)(_, _, head_coord, batch_coord));
@@ -107,6 +160,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto write = cutlass::make_producer_start_state<PipelineQ>();
 #pragma unroll 1
     for (int head = first_head; head < first_head + group; ++head) {
+      BackwardWorkspace const& w = params.workspace;
+      int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+      // The tile's LSE_log2 row; its dPsum row lies a fixed distance away (one pointer live).
+      float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
       Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
       Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
       Tensor tQgQ = tma_q.partition_S(  // (TMA, TMA_M, TMA_K, m_block)
@@ -118,9 +175,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         pipeline_q.producer_acquire(write);
         copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tQgQ(_, _, _, m_block),
              tQsQ(_, _, _, write.index()));
+        SM90_BULK_COPY_G2S::copy(lse_log2 + m_block * Traits::kBlockM, pipeline_q.producer_get_barrier(write),
+                                 storage.lse_log2[write.index()], Traits::kBytesStats);
         pipeline_do.producer_acquire(write);
         copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tDOgDO(_, _, _, m_block),
              tDOsDO(_, _, _, write.index()));
+        float const* dpsum = lse_log2 + (int64_t(w.dpsum) - int64_t(w.lse_log2)) / int64_t(sizeof(float));
+        SM90_BULK_COPY_G2S::copy(dpsum + m_block * Traits::kBlockM, pipeline_do.producer_get_barrier(write),
+                                 storage.dpsum[write.index()], Traits::kBytesStats);
         ++write;
       }
     }
@@ -168,13 +230,29 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor tDQcDQ = thr_dq.partition_C(make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));
   BackwardWorkspace const& w = params.workspace;
 
+  // This warpgroup's half of the dQ tile in shared memory, and its barriers with the writer.
+  int consumer_warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
+  // Accumulator value i of a 64 x N WGMMA tile sits at row 16 warp + lane / 4 + 8 (i / 2 % 2)
+  // and column 8 (i / 4) + 2 (lane % 4) + i % 2; in the 128-byte swizzled fp32 layout
+  // (SmemLayoutDQHalf: 8 x 32 atoms, rows first) the column's 16-byte chunk is XORed with
+  // row % 8 = lane / 4. Written out so that only one per-thread XOR term stays live.
+  int dq_lane = consumer_tid % cutlass::NumThreadsPerWarp, dq_warp = consumer_tid / cutlass::NumThreadsPerWarp % 4;
+  uint32_t dq_half = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
+                                                 consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQHalf> +
+                                                 (dq_warp * 16 + dq_lane / 4) * 32 + dq_lane % 2 * 2);
+  int dq_chunk_xor = (dq_lane % 4 / 2) ^ (dq_lane / 4);
+  auto dq_offset = [&](int i) {
+    int column_group = i / 4;  // 8 columns each
+    return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
+  };
+  auto dq_barrier = [&](BackwardBarrier base) { return static_cast<uint32_t>(base) + consumer_warpgroup; };
+  int tiles_done = 0;
+
   if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
   typename PipelineQ::PipelineState read;
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
     int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
-    float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
-    float const* dpsum = reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + head_rows;
     float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
     int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
@@ -188,6 +266,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
 
       int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
+      float const* tile_lse = storage.lse_log2[stage];  // came with Q and dO
+      float const* tile_dpsum = storage.dpsum[stage];
       bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
       auto visible = [&](int i) {
         int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
@@ -200,14 +280,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         warpgroup_fence_operand(acc_s);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_s); ++i) {
-          float p = exp2f(acc_s(i) * params.scale_log2 - lse_log2[query_base + get<1>(tScS(i))]);
+          float p = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
           acc_s(i) = visible(i) ? p : 0.f;
         }
         warpgroup_wait<0>();  // dP^T
         warpgroup_fence_operand(acc_dp);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_dp); ++i) {
-          acc_dp(i) = acc_s(i) * (acc_dp(i) - dpsum[query_base + get<1>(tScS(i))]);
+          acc_dp(i) = acc_s(i) * (acc_dp(i) - tile_dpsum[get<1>(tScS(i))]);
         }
       } else {
         // Softcap (the forward's scores softcap * tanh(S * scale / softcap)): t = tanh(S *
@@ -218,11 +298,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         warpgroup_fence_operand(acc_dp);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_s); ++i) {
-          int query = query_base + get<1>(tScS(i));
+          int query = get<1>(tScS(i));
           float t = cutlass::fast_tanh(acc_s(i) * params.softcap_prescale);  // the forward's tanh
-          float p = visible(i) ? exp2f(t * params.scale_log2 - lse_log2[query]) : 0.f;
+          float p = visible(i) ? exp2f(t * params.scale_log2 - tile_lse[query]) : 0.f;
           acc_s(i) = p;
-          acc_dp(i) = p * (acc_dp(i) - dpsum[query]) * (1.f - t * t);
+          acc_dp(i) = p * (acc_dp(i) - tile_dpsum[query]) * (1.f - t * t);
         }
       }
       // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
@@ -238,7 +318,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
       }
       warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
-      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
 
       // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
@@ -248,34 +327,44 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
       Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
       warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
       warpgroup_wait<0>();  // dV, dK and dQ
       warpgroup_fence_operand(acc_dq);
-      pipeline_q.consumer_release(read);
-      pipeline_do.consumer_release(read);
-      ++read;
-      // Into the fp32 accumulator (rows past the sequence land in the workspace's padding).
-      // Deterministic: the K/V blocks that see this query tile add in ascending order, each
-      // once the tile's semaphore counts the ones before it (CTAs of lower blocks start
-      // first, so the wait ends).
-      int* semaphore = dq_semaphore + head_rows / w.block_m + m_block;
-      int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
-      if (params.deterministic) {
+      if (!params.deterministic) {
+        // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once
+        // it has read this warpgroup's previous tile.
+        if (tiles_done > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
+          store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
+        }
+        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+        cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
+      } else {
+        // Atomics in a fixed order: the K/V blocks that see this query tile add in ascending
+        // order, each once the tile's semaphore counts the ones before it (CTAs of lower
+        // blocks start first, so the wait ends). Rows past the sequence land in the padding.
+        int* semaphore = dq_semaphore + head_rows / w.block_m + m_block;
+        int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
         if (consumer_tid == 0) {
           while (load_acquire(semaphore) != turn) __nanosleep(32);
         }
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
-      }
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dq); ++i) {
-        int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
-        atomicAdd(dq_accum + int64_t(row) * Traits::kHeadDim + col, acc_dq(i));
-      }
-      if (params.deterministic) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: one 8-byte reduction each
+          int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
+          atomicAdd(reinterpret_cast<float2*>(dq_accum + int64_t(row) * Traits::kHeadDim + col),
+                    make_float2(acc_dq(i), acc_dq(i + 1)));
+        }
         __threadfence();  // this CTA's additions before the next one's turn
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
         if (consumer_tid == 0) store_release(semaphore, turn + 1);
       }
+      ++tiles_done;
+      pipeline_q.consumer_release(read);
+      pipeline_do.consumer_release(read);
+      ++read;
     }
 
   }  // the query heads

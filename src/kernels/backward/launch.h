@@ -53,6 +53,9 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
     auto gDO = make_gmem_tensor<HeadDimV, Input>(args.d_o, rows_q, shape.heads_q, batch_q);
     auto gK = make_gmem_tensor<HeadDim, Input>(f.k, rows_k, shape.heads_kv, batch_k);
     auto gV = make_gmem_tensor<HeadDimV, Input>(f.v, rows_k, shape.heads_kv, batch_k);
+    BackwardWorkspace const& w = prepost.workspace;
+    Tensor gDQ = make_tensor(make_gmem_ptr(reinterpret_cast<float*>(prepost.workspace_base + w.dq_accum)),
+                             typename Traits::GmemLayoutDQ{make_shape(int(w.heads * w.padded_rows), HeadDim{})});
     typename Traits::Params params{
         make_tma_copy(SM90_TMA_LOAD{}, gQ, take<0, 2>(typename Traits::SmemLayoutQ{}),
                       Shape<typename Traits::BlockM, HeadDim>{}, _1{}),
@@ -62,6 +65,7 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
                       _1{}),
         make_tma_copy(SM90_TMA_LOAD{}, gV, typename Traits::SmemLayoutV{}, Shape<typename Traits::BlockN, HeadDimV>{},
                       _1{}),
+        make_tma_copy(SM90_TMA_REDUCE_ADD{}, gDQ, typename Traits::SmemLayoutDQHalf{}),
         gQ.shape(),
         gDO.shape(),
         gK.shape(),

@@ -85,6 +85,13 @@ struct BackwardTraits {
   using SmemLayoutDSt =
       decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
+  // Each consumer warpgroup's columns of dQ in fp32, for the TMA reduce-add into the
+  // workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are conflict-free).
+  // K-major atoms tile the rows first, so the two warpgroups' halves are contiguous.
+  using SmemLayoutDQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, HeadDim>{}));
+  using SmemLayoutDQHalf =
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, Int<kHeadDim / 2>>{}));
+
   using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
 
   struct SharedStorage {
@@ -93,6 +100,10 @@ struct BackwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>, 1024> d_o;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>, 1024> d_s;
+    cute::array_aligned<float, cute::cosize_v<SmemLayoutDQ>, 1024> d_q;
+    // Each query tile's LSE_log2 and dPsum, copied with its Q and dO tiles (onto their barriers).
+    alignas(16) float lse_log2[kStages][kBlockM];
+    alignas(16) float dpsum[kStages][kBlockM];
     alignas(16) uint64_t barrier_kv;  // K and V: loaded once per CTA
     typename PipelineQ::SharedStorage pipeline_q;
     typename PipelineQ::SharedStorage pipeline_do;
@@ -101,6 +112,7 @@ struct BackwardTraits {
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesDO = kBlockM * kHeadDimV * sizeof(Element);
+  static constexpr uint32_t kBytesStats = kBlockM * sizeof(float);  // a tile's LSE_log2 or dPsum
   static constexpr uint32_t kBytesKV = kBlockN * (kHeadDim + kHeadDimV) * sizeof(Element);
   static_assert(kBytesQ == kBytesDO, "one transaction count for the Q and dO pipelines");
 
@@ -116,12 +128,18 @@ struct BackwardTraits {
                                       _1{}));
   using TmaV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDimV>{}, SmemLayoutV{},
                                       Shape<BlockN, HeadDimV>{}, _1{}));
+  // The fp32 dQ accumulator as (heads x padded rows, head dim), row-major.
+  using GmemLayoutDQ = Layout<Shape<int, HeadDim>, Stride<HeadDim, _1>>;
+  using TmaDQ = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
+                                       make_tensor(make_gmem_ptr(static_cast<float*>(nullptr)), GmemLayoutDQ{}),
+                                       SmemLayoutDQHalf{}));
 
   struct Params {
     TmaQ tma_q;
     TmaDO tma_do;
     TmaK tma_k;
     TmaV tma_v;
+    TmaDQ tma_dq;  // reduce-add of a warpgroup's half of a dQ tile into the accumulator
     Shape<int, HeadDim, int, int> shape_q;
     Shape<int, HeadDimV, int, int> shape_do;
     Shape<int, HeadDim, int, int> shape_k;
