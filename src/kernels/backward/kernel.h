@@ -8,8 +8,10 @@
 //   P^T = exp2(S^T * scale_log2 - LSE_log2), dS^T = P^T (dP^T - dPsum)
 //   dV += P^T dO, dK += dS^T Q                                  (P^T, dS^T from registers)
 //   dQ = dS K                                                   (dS through shared memory)
-// and add dQ into the fp32 accumulator of the workspace (atomics; the postprocess scales
-// and converts it). dK (times the softmax scale) and dV leave from registers at the end.
+// and leave dQ in shared memory, from where producer warp 1 adds it into the workspace's
+// fp32 accumulator with a TMA reduce-add (deterministic mode: ordered atomics; the
+// postprocess scales and converts it). The loading thread also brings each query tile's
+// LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers at the end.
 #pragma once
 
 #include <cute/tensor.hpp>
