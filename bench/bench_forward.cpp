@@ -51,6 +51,7 @@ struct Options {
   int warmup = 10;
   bool latency = false;  // time calls of a tiny problem instead of the grid
   bool workspace = true;  // give forward() its workspace (the split last round)
+  bool backward = false;  // time backward() (after one forward) instead of forward()
 };
 
 void print_usage() {
@@ -68,6 +69,9 @@ void print_usage() {
       "                        'latency_us_per_call <us>' (the C++ side of bench/overhead.py)\n"
       "  --warmup N            untimed launches before them (default 10)\n"
       "  --no-workspace        call forward() without a workspace: no split last round\n"
+      "  --backward            time backward() (dQ, dK, dV from a random dO; its pre- and\n"
+      "                        postprocess included) after one forward; TFLOP/s count 2.5x\n"
+      "                        the forward's FLOPs (FlashAttention's convention)\n"
       "  --help\n");
 }
 
@@ -100,6 +104,10 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
     }
     if (flag == "--no-workspace") {
       opt.workspace = false;
+      continue;
+    }
+    if (flag == "--backward") {
+      opt.backward = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -212,9 +220,10 @@ bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& smal
 
 // Times `iters` launches, each between its own pair of events; the queue runs ahead of the
 // GPU (no synchronization until the end), so host launch overhead stays out of the numbers.
-bool time_forward(const ForwardArgs& args, const Options& opt, Timing& timing) {
+template <class Call>
+bool time_calls(Call call, const Options& opt, Timing& timing, cudaStream_t stream) {
   for (int i = 0; i < opt.warmup; ++i) {
-    if (!report_status(forward(args), "forward (warm-up)")) return false;
+    if (!report_status(call(), "warm-up")) return false;
   }
   std::vector<cudaEvent_t> start(opt.iters), stop(opt.iters);
   for (int i = 0; i < opt.iters; ++i) {
@@ -223,9 +232,9 @@ bool time_forward(const ForwardArgs& args, const Options& opt, Timing& timing) {
   }
   bool ok = true;
   for (int i = 0; i < opt.iters && ok; ++i) {
-    WF_CUDA_CHECK(cudaEventRecord(start[i], args.stream));
-    ok = report_status(forward(args), "forward (timed)");
-    WF_CUDA_CHECK(cudaEventRecord(stop[i], args.stream));
+    WF_CUDA_CHECK(cudaEventRecord(start[i], stream));
+    ok = report_status(call(), "timed call");
+    WF_CUDA_CHECK(cudaEventRecord(stop[i], stream));
   }
   WF_CUDA_CHECK(cudaEventSynchronize(stop[opt.iters - 1]));
   std::vector<float> ms(opt.iters);
@@ -241,15 +250,20 @@ bool time_forward(const ForwardArgs& args, const Options& opt, Timing& timing) {
 // Tensors of the full-size problem, shared by every configuration: Q, K, V, O have
 // tokens * hidden elements whatever the head dim; LSE is sized for the most heads.
 struct BigProblem {
-  BigProblem(int64_t tokens, int64_t max_heads)
+  BigProblem(int64_t tokens, int64_t max_heads, bool backward)
       : elements(tokens * kHidden),
         q(elements * sizeof(uint16_t)), k(elements * sizeof(uint16_t)),
         v(elements * sizeof(uint16_t)), o(elements * sizeof(uint16_t)),
-        lse(tokens * max_heads * sizeof(float)) {}
+        lse(tokens * max_heads * sizeof(float)) {
+    if (backward) {
+      for (auto* buffer : {&d_o, &d_q, &d_k, &d_v}) *buffer = std::make_unique<DeviceBuffer>(elements * sizeof(uint16_t));
+    }
+  }
 
   void fill(DType dtype, std::mt19937_64& rng) {
     std::vector<uint16_t> host(elements);
-    for (DeviceBuffer* buffer : {&q, &k, &v}) {
+    for (DeviceBuffer* buffer : {&q, &k, &v, d_o.get()}) {
+      if (buffer == nullptr) continue;
       fill_normal(rng, dtype, host);
       buffer->upload(host);
     }
@@ -267,21 +281,45 @@ struct BigProblem {
     args.workspace_bytes = bytes;
   }
 
+  // The backward's dO, dQ, dK, dV: only with --backward.
+  BackwardArgs backward_args(const ForwardArgs& forward_args) {
+    BackwardArgs args;
+    args.forward = forward_args;
+    const AttentionShape& s = forward_args.shape;
+    args.d_o = contiguous_view(d_o->get(), s.seqlen_q, s.heads_q, s.head_dim);
+    args.d_q = contiguous_view(d_q->get(), s.seqlen_q, s.heads_q, s.head_dim);
+    args.d_k = contiguous_view(d_k->get(), s.seqlen_k, s.heads_kv, s.head_dim);
+    args.d_v = contiguous_view(d_v->get(), s.seqlen_k, s.heads_kv, s.head_dim);
+    size_t bytes = backward_workspace_bytes(args);
+    if (!backward_workspace || backward_workspace->bytes() < bytes) {
+      backward_workspace.reset();
+      backward_workspace = std::make_unique<DeviceBuffer>(bytes);
+    }
+    args.workspace = backward_workspace->get();
+    args.workspace_bytes = bytes;
+    return args;
+  }
+
   int64_t elements;
   DeviceBuffer q, k, v, o, lse;
-  std::unique_ptr<DeviceBuffer> workspace;
+  std::unique_ptr<DeviceBuffer> d_o, d_q, d_k, d_v;
+  std::unique_ptr<DeviceBuffer> workspace, backward_workspace;
   std::vector<uint16_t> o_host;  // reused by count_non_finite
   std::vector<float> lse_host;
 };
 
-// Counts the non-finite elements of the output and LSE of the last run of `shape`.
+// Counts the non-finite elements of the output and LSE of the last run of `shape` (and of
+// dQ, dK, dV with --backward).
 int64_t count_non_finite(BigProblem& big, DType dtype, const AttentionShape& s) {
   big.o_host.resize(s.batch * s.seqlen_q * s.heads_q * s.head_dim);
   big.lse_host.resize(s.batch * s.heads_q * s.seqlen_q);
-  big.o.download(big.o_host);
   big.lse.download(big.lse_host);
   int64_t bad = 0;
-  for (uint16_t x : big.o_host) bad += !is_finite_bits(dtype, x);
+  for (const DeviceBuffer* buffer : {&big.o, big.d_q.get(), big.d_k.get(), big.d_v.get()}) {
+    if (buffer == nullptr) continue;
+    buffer->download(big.o_host);  // K and V have as many elements as Q here (no GQA)
+    for (uint16_t x : big.o_host) bad += !is_finite_bits(dtype, x);
+  }
   for (float x : big.lse_host) bad += !std::isfinite(x);
   return bad;
 }
@@ -336,7 +374,7 @@ int run(const Options& opt) {
   int64_t tokens = 0;
   for (int seqlen : opt.seqlens) tokens = std::max(tokens, batch_for(seqlen) * seqlen);
   const int min_head_dim = *std::min_element(opt.head_dims.begin(), opt.head_dims.end());
-  BigProblem big(tokens, kHidden / min_head_dim);
+  BigProblem big(tokens, kHidden / min_head_dim, opt.backward);
   std::mt19937_64 rng(2407);
   int failures = 0;
 
@@ -365,14 +403,23 @@ int run(const Options& opt) {
         for (int seqlen : opt.seqlens) {
           const int64_t batch = batch_for(seqlen), heads = kHidden / head_dim;
           const AttentionShape shape{batch, seqlen, seqlen, heads, heads, head_dim};
-          big.o.poison();
-          big.lse.poison();
+          for (DeviceBuffer* buffer : {&big.o, &big.lse, big.d_q.get(), big.d_k.get(), big.d_v.get()}) {
+            if (buffer != nullptr) buffer->poison();
+          }
           Timing t;
           ForwardArgs args = make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse);
           if (opt.workspace) big.attach_workspace(args);
-          if (!time_forward(args, opt, t)) {
-            std::printf("  %s d=%d causal=%d seqlen=%d: forward failed\n", short_name(dtype),
-                        head_dim, causal, seqlen);
+          bool timed = false;
+          if (opt.backward) {
+            const BackwardArgs backward_args = big.backward_args(args);
+            timed = report_status(forward(args), "forward (before the backward)") &&
+                    time_calls([&] { return backward(backward_args); }, opt, t, args.stream);
+          } else {
+            timed = time_calls([&] { return forward(args); }, opt, t, args.stream);
+          }
+          if (!timed) {
+            std::printf("  %s d=%d causal=%d seqlen=%d: %s failed\n", short_name(dtype), head_dim, causal,
+                        seqlen, opt.backward ? "backward" : "forward");
             ++failures;
             continue;
           }
@@ -382,8 +429,8 @@ int run(const Options& opt) {
             ++failures;
             continue;
           }
-          const double flops =
-              4.0 * batch * heads * double(seqlen) * seqlen * head_dim / (causal ? 2.0 : 1.0);
+          const double flops = (opt.backward ? 2.5 : 1.0) * 4.0 * batch * heads * double(seqlen) * seqlen *
+                               head_dim / (causal ? 2.0 : 1.0);
           const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
           std::printf("%-5s %5d %6d %7d %6lld %6lld %10.4f %10.4f %8.1f\n", short_name(dtype),
                       head_dim, causal, seqlen, static_cast<long long>(batch),

@@ -14,6 +14,10 @@
 #               the code's commit (the device's copy of .git may be stale).
 #   features    varlen, window, softcap, sinks and head dims 96/192 against FA3 / FA4 where installed
 #               (bench/features.py), with a bar chart (features.png).
+#   backward    (only when named in ROUND_STEPS) the backward's GPU tests (Prepost/*,
+#               Backward*), memcheck and racecheck on a few, pytest test_backward.py, its
+#               benchmark against cuDNN and FA4 (bench/backward.py) and the training run
+#               (examples/train_gpt.py --check).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
 #               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16"; the
@@ -72,6 +76,25 @@ if has benchmark && python3 -c "import warpflash" 2>/dev/null; then
     ${COMMIT:+--commit "$COMMIT"} \
     --title "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)" > "$results/benchmark.log" 2>&1
   echo "benchmark rc=$?"; grep -E "geomean|^llama" "$results/benchmark.log"
+fi
+if has backward; then
+  timeout 400 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 --gtest_filter='Prepost/*:Backward*' \
+    > "$results/backward-tests.log" 2>&1
+  echo "backward GPU tests rc=$?"; tail -n 5 "$results/backward-tests.log"
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
+      --gtest_filter='Backward/*bf16_d128_causal_more_queries:Backward/*fp16_d64_gqa_causal:BackwardVarlenGpu.*' \
+      > "$results/backward-$tool.log" 2>&1
+    echo "backward $tool rc=$?"; tail -n 2 "$results/backward-$tool.log"
+  done
+  if python3 -c "import warpflash" 2>/dev/null; then
+    (cd tests/python && timeout 300 python3 -m pytest -q -ra test_backward.py > "$results/pytest-backward.log" 2>&1)
+    echo "pytest backward rc=$?"; tail -n 5 "$results/pytest-backward.log"
+    timeout 300 python3 bench/backward.py > "$results/backward-bench.log" 2>&1; echo "backward bench rc=$?"
+    cat "$results/backward-bench.log"
+    timeout 300 python3 examples/train_gpt.py --check > "$results/train_gpt.log" 2>&1; echo "train_gpt rc=$?"
+    tail -n 20 "$results/train_gpt.log"
+  fi
 fi
 if has features && python3 -c "import warpflash" 2>/dev/null; then
   timeout ${FEATURES_TIMEOUT:-300} python3 bench/features.py --csv "$results/features.csv" > "$results/features.log" 2>&1

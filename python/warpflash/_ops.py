@@ -1,5 +1,7 @@
-"""The compiled functions: the operator torch.ops.warpflash.forward (with its shape function
-for torch.compile) and the eager fast path warpflash._C.forward, which skips the dispatcher."""
+"""The compiled functions: the operators torch.ops.warpflash.forward and .backward (with
+their shape functions for torch.compile, and the forward's autograd formula), and the
+eager fast path warpflash._C.forward, which skips the dispatcher where no gradient is
+needed."""
 import torch
 
 from warpflash import _C  # registers torch.ops.warpflash
@@ -7,7 +9,8 @@ from warpflash import _C  # registers torch.ops.warpflash
 
 @torch.library.register_fake("warpflash::forward")
 def _forward_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                  softmax_scale, causal, window_left, window_right, attention_chunk, softcap, learnable_sink):
+                  softmax_scale, causal, window_left, window_right, attention_chunk, softcap, learnable_sink,
+                  deterministic=False):
     out = torch.empty((*q.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # V's head dim
     if cu_seqlens_q is not None:  # packed: (total_q, heads, head_dim) -> lse (heads, total_q)
         lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
@@ -16,13 +19,51 @@ def _forward_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max
     return out, lse
 
 
+@torch.library.register_fake("warpflash::backward")
+def _backward_fake(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                   max_seqlen_k, softmax_scale, causal, window_left, window_right, attention_chunk, softcap,
+                   learnable_sink, deterministic):
+    d_sink = torch.empty(learnable_sink.shape[0] if learnable_sink is not None else 0, dtype=torch.float32,
+                         device=q.device)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), d_sink
+
+
+def _setup_context(ctx, inputs, output):
+    (q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+     window_left, window_right, attention_chunk, softcap, learnable_sink, deterministic) = inputs
+    out, lse = output
+    ctx.mark_non_differentiable(lse)  # as in FlashAttention: the LSE is returned, not differentiated
+    ctx.save_for_backward(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, learnable_sink)
+    ctx.options = (max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_left, window_right, attention_chunk,
+                   softcap)
+    ctx.deterministic = deterministic
+
+
+def _backward(ctx, d_out, d_lse):
+    q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, learnable_sink = ctx.saved_tensors
+    d_q, d_k, d_v, d_sink = torch.ops.warpflash.backward(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+                                                         seqused_q, seqused_k, *ctx.options, learnable_sink,
+                                                         ctx.deterministic)
+    if learnable_sink is not None:
+        d_sink = d_sink.to(learnable_sink.dtype)
+    else:
+        d_sink = None
+    # One gradient per input of the forward operator: q, k, v, 12 without one, the sink, deterministic.
+    return (d_q, d_k, d_v) + (None,) * 12 + (d_sink, None)
+
+
+torch.library.register_autograd("warpflash::forward", _backward, setup_context=_setup_context)
+
+
 def forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
-            causal, window_left, window_right, attention_chunk, softcap, learnable_sink, return_lse):
-    """out, or (out, lse) with return_lse: the operator while torch.compile traces, the
-    direct call (which skips the LSE unless asked) in eager mode."""
+            causal, window_left, window_right, attention_chunk, softcap, learnable_sink, return_lse,
+            deterministic=False):
+    """out, or (out, lse) with return_lse: the operator while torch.compile traces or a
+    gradient is needed, the direct call (which skips the LSE unless asked) otherwise."""
     args = (q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
             causal, window_left, window_right, attention_chunk, softcap, learnable_sink)
-    if torch.compiler.is_compiling():
-        out, lse = torch.ops.warpflash.forward(*args)
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, learnable_sink))
+    if torch.compiler.is_compiling() or needs_grad:
+        out, lse = torch.ops.warpflash.forward(*args, deterministic)
         return (out, lse) if return_lse else out
     return _C.forward(*args, return_lse)

@@ -33,7 +33,7 @@ def _sink(learnable_sink):
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, window_size=(-1, -1),
-                    softcap=0.0, attention_chunk=0, learnable_sink=None):
+                    softcap=0.0, attention_chunk=0, learnable_sink=None, deterministic=False):
     """Exact attention softmax(q k^T * softmax_scale) v on a Hopper GPU.
 
     q, k: (batch, seqlen_q / seqlen_k, heads_q / heads_kv, head_dim); v: (batch, seqlen_k,
@@ -50,6 +50,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     learnable_sink, a (heads_q,) tensor, adds one logit per query head to every row's
     softmax denominator (gpt-oss; the LSE includes it).
 
+    Differentiable in q, k and v (the LSE is not); deterministic=True makes the backward's
+    results bitwise identical run to run.
+
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and with return_lse=True also the
     fp32 log-sum-exp (batch, heads_q, seqlen_q). Bad arguments raise ValueError or
     TypeError naming the argument, the value and what is allowed.
@@ -59,12 +62,12 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     return _ops.forward(q, k, v, None, None, None, None, 0, 0, float(softmax_scale), bool(causal), left, right, chunk,
-                        softcap, _sink(learnable_sink), bool(return_lse))
+                        softcap, _sink(learnable_sink), bool(return_lse), bool(deterministic))
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
                            causal=False, window_size=(-1, -1), softcap=0.0, *, seqused_q=None, seqused_k=None,
-                           attention_chunk=0, learnable_sink=None, return_lse=False):
+                           attention_chunk=0, learnable_sink=None, return_lse=False, deterministic=False):
     """Attention over a batch of variable-length sequences packed one after the other
     (FlashAttention's varlen layout).
 
@@ -90,4 +93,4 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     return _ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
                         int(max_seqlen_k), float(softmax_scale), bool(causal), left, right, chunk, softcap,
-                        _sink(learnable_sink), bool(return_lse))
+                        _sink(learnable_sink), bool(return_lse), bool(deterministic))

@@ -5,6 +5,7 @@
 
 #include "api/dispatch.h"
 #include "api/limits.h"
+#include "api/tensor_checks.h"
 #include "api/text.h"
 #include "kernels/forward/config.h"
 #include "warpflash/forward.h"
@@ -23,37 +24,9 @@ Status check_range(const char* name, int64_t value, int64_t min, int64_t max) {
   return invalid(concat(name, " = ", value, " is out of range: allowed is ", min, " to ", max));
 }
 
-// A tensor view of (batch, seqlen, heads, head_dim), checked for what TMA can address.
-Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, int64_t seqlen,
-                    int64_t heads, int element_bytes, bool may_be_null) {
-  if (view.data == nullptr) {
-    if (may_be_null) return Status::Ok();
-    return invalid(concat(name, ".data is null; a device pointer is required"));
-  }
-  auto address = reinterpret_cast<uintptr_t>(view.data);
-  if (address % limits::kTmaAlignmentBytes != 0) {
-    return invalid(concat(name, ".data = ", Hex{address}, " is not ",
-                          limits::kTmaAlignmentBytes, "-byte aligned (required by TMA)"));
-  }
-  struct Dim {
-    const char* stride_name;
-    int64_t stride;
-    int64_t size;
-  };
-  const Dim dims[] = {{"batch_stride", view.batch_stride, batch},
-                      {"seqlen_stride", view.seqlen_stride, seqlen},
-                      {"head_stride", view.head_stride, heads}};
-  for (const Dim& dim : dims) {
-    if (dim.size <= 1) continue;  // a stride of a size-1 dimension is never used
-    int64_t bytes = dim.stride * element_bytes;
-    if (dim.stride <= 0 || bytes % limits::kTmaAlignmentBytes != 0 || bytes >= limits::kTmaMaxStrideBytes) {
-      return invalid(concat(name, ".", dim.stride_name, " = ", dim.stride,
-                            " elements is not allowed: strides must be positive multiples of ",
-                            limits::kTmaAlignmentBytes / element_bytes, " elements (",
-                            limits::kTmaAlignmentBytes, " bytes) below 2^40 bytes, and head_dim contiguous"));
-    }
-  }
-  return Status::Ok();
+Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, int64_t seqlen, int64_t heads,
+                    int element_bytes, bool may_be_null) {
+  return check_tensor_view("warpflash::forward", name, view, batch, seqlen, heads, element_bytes, may_be_null);
 }
 
 }  // namespace

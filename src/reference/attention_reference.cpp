@@ -296,10 +296,12 @@ namespace {
 
 // The backward in T = double (the reference) or T = float (the low-precision emulation):
 // dQ, dK, dV and, when d_sinks is given, the sinks' gradient. P and dS go through `round`
-// before they enter a GEMM, as the kernels round them to the input type.
+// before they enter a GEMM, as the kernels round them to the input type. With
+// delta_from_output, D = rowsum(dO * O) takes O = P V rounded to the input type, as the
+// kernels read the forward's O (otherwise D = rowsum(P * dP), the same in exact arithmetic).
 template <typename T, typename Round>
 void backward_impl(const Problem& p, const T* q, const T* k, const T* v, const T* d_o, T* dq, T* dk, T* dv,
-                   double* d_sinks, Round round) {
+                   double* d_sinks, Round round, bool delta_from_output) {
   using V = View<T>;
   const int64_t d = p.head_dim, dvv = p.value_head_dim();
   const int64_t q_stride = p.heads_q * d, k_stride = p.heads_kv * d;
@@ -326,7 +328,7 @@ void backward_impl(const Problem& p, const T* q, const T* k, const T* v, const T
     const V vh = head_view(v, b, p.seqlen_k, g, p.heads_kv, dvv);
     const int64_t chunk = row_chunks - 1 - task % row_chunks;  // longest first, as the forward
     const int64_t end = std::min(p.seqlen_q, (chunk + 1) * chunk_rows);
-    std::vector<T> s, dp;
+    std::vector<T> s, dp, o_rows;
     for (int64_t i0 = chunk * chunk_rows; i0 < end; i0 += kRowBlock) {
       const int64_t rows = std::min(kRowBlock, end - i0);
       const int64_t keys = visible_keys(p, i0 + rows - 1);
@@ -336,9 +338,20 @@ void backward_impl(const Problem& p, const T* q, const T* k, const T* v, const T
       softmax_rows(p, q_rows, kh, i0, rows, keys, sink_of(h), s, &lse[stats]);
       dp.assign(rows * keys, T(0));
       gemm_acc<T>(rows, keys, dvv, do_rows, vh.transposed(), dp.data(), keys);
+      if (delta_from_output) {
+        o_rows.resize(s.size());
+        std::transform(s.begin(), s.end(), o_rows.begin(), round);  // P in the input type
+        std::vector<T> o(rows * dvv, T(0));
+        gemm_acc<T>(rows, dvv, keys, V{o_rows.data(), keys, 1}, vh, o.data(), dvv);
+        o_rows = std::move(o);
+      }
       for (int64_t r = 0; r < rows; ++r) {
         T sum = 0;
-        for (int64_t j = 0; j < keys; ++j) sum += s[r * keys + j] * dp[r * keys + j];
+        if (delta_from_output) {
+          for (int64_t c = 0; c < dvv; ++c) sum += do_rows.at(r, c) * round(o_rows[r * dvv + c]);
+        } else {
+          for (int64_t j = 0; j < keys; ++j) sum += s[r * keys + j] * dp[r * keys + j];
+        }
         delta[stats + r] = sum;
         for (int64_t j = 0; j < keys; ++j) {
           const T pr = s[r * keys + j];
@@ -431,7 +444,7 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
   dv.assign(p.v_elements(), 0.0);
   if (d_sinks) d_sinks->assign(p.heads_q, 0.0);
   backward_impl<double>(p, q.data(), k.data(), v.data(), d_o.data(), dq.data(), dk.data(), dv.data(),
-                        d_sinks ? d_sinks->data() : nullptr, [](double x) { return x; });
+                        d_sinks ? d_sinks->data() : nullptr, [](double x) { return x; }, false);
 }
 
 void backward_low_precision(const Problem& p, Precision precision, const std::vector<double>& q,
@@ -445,7 +458,7 @@ void backward_low_precision(const Problem& p, Precision precision, const std::ve
   std::vector<float> dqf(p.q_elements(), 0.f), dkf(p.kv_elements(), 0.f), dvf(p.v_elements(), 0.f);
   auto round = [precision](float x) { return round_to(precision, x); };
   backward_impl<float>(p, qf.data(), kf.data(), vf.data(), df.data(), dqf.data(), dkf.data(), dvf.data(), nullptr,
-                       round);
+                       round, /*delta_from_output=*/true);
   auto to_output = [&](const std::vector<float>& x, std::vector<double>& out) {
     out.resize(x.size());
     std::transform(x.begin(), x.end(), out.begin(), [&](float e) { return static_cast<double>(round(e)); });

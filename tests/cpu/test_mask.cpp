@@ -142,5 +142,31 @@ TEST(Mask, QTilesOfAKeyBlockAreExact) {
   }
 }
 
+// The backward's deterministic order (kernels/backward/kernel.h) waits, for query tile m,
+// for the K/V blocks n_block_begin(m) .. n - 1 before block n adds its dQ: it ends only if
+// exactly the blocks [n_block_begin(m), n_block_end(m)) visit m, each once (a visiting block
+// is one whose m_block_begin(n) <= m < m_block_end(n)). Small tiles, so that every mask case
+// crosses many of them.
+TEST(Mask, BlocksVisitingAQueryTileAreConsecutive) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int sq = 0; sq <= 13; ++sq) {
+      for (int sk = 1; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        for (int m = 0; m * bm < sq; ++m) {
+          std::vector<int> visitors;
+          for (int n = 0; n * bn < sk; ++n) {
+            if (mask.m_block_begin(n, bm, bn) <= m && m < mask.m_block_end(n, bm, bn)) visitors.push_back(n);
+          }
+          int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
+          std::vector<int> expected;
+          for (int n = begin; n < end; ++n) expected.push_back(n);
+          EXPECT_EQ(visitors, expected) << mask_case_name(c, sq, sk) << " m=" << m;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace warpflash::kernels

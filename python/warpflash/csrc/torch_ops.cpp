@@ -107,23 +107,21 @@ struct ForwardOptions {
   double softcap;
 };
 
-// Dense: q (batch, seqlen_q, heads_q, head_dim), k (batch, seqlen_k, heads_kv, head_dim),
-// v (..., head_dim_v). Packed (cu_seqlens_q given): q (total_q, heads_q, head_dim), k, v
-// (total_k, ...), lse (heads_q, total_q). Returns out (contiguous, shaped like q with v's
-// head dim) and, when with_lse, the fp32 lse (else an undefined tensor: no allocation, no
-// LSE stores).
-std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                               const c10::optional<at::Tensor>& cu_seqlens_q,
-                                               const c10::optional<at::Tensor>& cu_seqlens_k,
-                                               const c10::optional<at::Tensor>& seqused_q,
-                                               const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
-                                               int64_t max_seqlen_k, const ForwardOptions& options,
-                                               const c10::optional<at::Tensor>& learnable_sink, bool with_lse) {
+// The problem of q, k, v and the options, as the C++ API describes it (o and lse unset).
+// `sink` keeps the fp32 copy of learnable_sink that args points to. Dense: q (batch,
+// seqlen_q, heads_q, head_dim), k (batch, seqlen_k, heads_kv, head_dim), v (...,
+// head_dim_v). Packed (cu_seqlens_q given): q (total_q, heads_q, head_dim), k, v (total_k, ...).
+warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const c10::optional<at::Tensor>& cu_seqlens_q,
+                                    const c10::optional<at::Tensor>& cu_seqlens_k,
+                                    const c10::optional<at::Tensor>& seqused_q,
+                                    const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
+                                    int64_t max_seqlen_k, const ForwardOptions& options,
+                                    const c10::optional<at::Tensor>& learnable_sink, at::Tensor& sink) {
   bool packed = cu_seqlens_q.has_value();
   TORCH_CHECK_VALUE(packed == cu_seqlens_k.has_value(),
                     "warpflash: cu_seqlens_q and cu_seqlens_k are given together (varlen) or not at all");
   check_tensors(q, k, v, packed ? 3 : 4);
-  c10::cuda::CUDAGuard device_guard(q.device());
   int64_t batch = packed ? cu_seqlens_q->numel() - 1 : q.size(0);
   TORCH_CHECK_VALUE(!packed || (cu_seqlens_q->dim() == 1 && batch >= 0), "warpflash: cu_seqlens_q has shape ",
                     python_shape(*cu_seqlens_q), "; expected (batch + 1,)");
@@ -132,7 +130,6 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
   args.cu_seqlens_k = int_vector(cu_seqlens_k, "cu_seqlens_k", batch + 1, q);
   args.seqused_q = int_vector(seqused_q, "seqused_q", batch, q);
   args.seqused_k = int_vector(seqused_k, "seqused_k", batch, q);
-  at::Tensor sink;
   if (learnable_sink.has_value()) {
     int64_t heads_q = q.size(packed ? 1 : 2);
     TORCH_CHECK_VALUE(learnable_sink->dim() == 1 && learnable_sink->size(0) == heads_q,
@@ -142,14 +139,6 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                       learnable_sink->device().str(), "; q is on ", q.device().str());
     sink = learnable_sink->to(at::kFloat).contiguous();
     args.learnable_sink = sink.data_ptr<float>();
-  }
-  std::vector<int64_t> out_shape(q.sizes().begin(), q.sizes().end());
-  out_shape.back() = v.size(-1);
-  at::Tensor out = at::empty(out_shape, q.options());
-  at::Tensor lse;
-  if (with_lse) {
-    lse = packed ? at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat))
-                 : at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
   }
   args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
   if (packed) {
@@ -162,16 +151,42 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
   args.q = view_of(q);
   args.k = view_of(k);
   args.v = view_of(v);
-  args.o = view_of(out);
-  args.lse = with_lse ? lse.data_ptr<float>() : nullptr;
   args.softmax_scale = static_cast<float>(options.softmax_scale);
   args.causal = options.causal;
   args.window_left = options.window_left;
   args.window_right = options.window_right;
   args.attention_chunk = options.attention_chunk;
   args.softcap = static_cast<float>(options.softcap);
-  args.stream = c10::cuda::getCurrentCUDAStream().stream();
   args.check_pointers = false;  // CUDA tensors, checked above
+  return args;
+}
+
+// Returns out (contiguous, shaped like q with v's head dim) and, when with_lse, the fp32
+// lse, (batch, heads_q, seqlen_q) or packed (heads_q, total_q) (else an undefined tensor:
+// no allocation, no LSE stores).
+std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               const c10::optional<at::Tensor>& cu_seqlens_q,
+                                               const c10::optional<at::Tensor>& cu_seqlens_k,
+                                               const c10::optional<at::Tensor>& seqused_q,
+                                               const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
+                                               int64_t max_seqlen_k, const ForwardOptions& options,
+                                               const c10::optional<at::Tensor>& learnable_sink, bool with_lse) {
+  at::Tensor sink;
+  warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+                                             max_seqlen_k, options, learnable_sink, sink);
+  c10::cuda::CUDAGuard device_guard(q.device());
+  args.stream = c10::cuda::getCurrentCUDAStream().stream();
+  bool packed = cu_seqlens_q.has_value();
+  std::vector<int64_t> out_shape(q.sizes().begin(), q.sizes().end());
+  out_shape.back() = v.size(-1);
+  at::Tensor out = at::empty(out_shape, q.options());
+  at::Tensor lse;
+  if (with_lse) {
+    lse = packed ? at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat))
+                 : at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
+  }
+  args.o = view_of(out);
+  args.lse = with_lse ? lse.data_ptr<float>() : nullptr;
   // Scratch for the split of the last round (long non-causal problems), from PyTorch's
   // caching allocator on the same stream.
   at::Tensor workspace;
@@ -192,7 +207,8 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
                                               int64_t max_seqlen_k, double softmax_scale, bool causal,
                                               int64_t window_left, int64_t window_right, int64_t attention_chunk,
-                                              double softcap, const c10::optional<at::Tensor>& learnable_sink) {
+                                              double softcap, const c10::optional<at::Tensor>& learnable_sink,
+                                              bool /*deterministic: the backward's*/) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      {softmax_scale, causal, window_left, window_right, attention_chunk, softcap}, learnable_sink,
                      /*with_lse=*/true);
@@ -213,16 +229,63 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
   return pybind11::make_tuple(out, lse);
 }
 
+// The gradients of q, k, v (and of learnable_sink, fp32; empty without) for d_out, from the
+// forward's out and lse (the operator's outputs), with the forward's arguments.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_op(
+    const at::Tensor& d_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const c10::optional<at::Tensor>& cu_seqlens_q, const c10::optional<at::Tensor>& cu_seqlens_k,
+    const c10::optional<at::Tensor>& seqused_q, const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
+    int64_t max_seqlen_k, double softmax_scale, bool causal, int64_t window_left, int64_t window_right,
+    int64_t attention_chunk, double softcap, const c10::optional<at::Tensor>& learnable_sink, bool deterministic) {
+  at::Tensor sink;
+  warpflash::BackwardArgs args;
+  args.forward = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
+                              {softmax_scale, causal, window_left, window_right, attention_chunk, softcap},
+                              learnable_sink, sink);
+  c10::cuda::CUDAGuard device_guard(q.device());
+  args.forward.stream = c10::cuda::getCurrentCUDAStream().stream();
+  TORCH_CHECK_VALUE(d_out.sizes() == out.sizes(), "warpflash: the gradient of out has shape ", python_shape(d_out),
+                    "; out has ", python_shape(out));
+  at::Tensor d_o = d_out.stride(-1) == 1 ? d_out : d_out.contiguous();
+  at::Tensor lse_contiguous = lse.contiguous();
+  args.forward.o = view_of(out);
+  args.forward.lse = lse_contiguous.data_ptr<float>();
+  at::Tensor d_q = at::empty(q.sizes(), q.options()), d_k = at::empty(k.sizes(), k.options()),
+             d_v = at::empty(v.sizes(), v.options());
+  args.d_o = view_of(d_o);
+  args.d_q = view_of(d_q);
+  args.d_k = view_of(d_k);
+  args.d_v = view_of(d_v);
+  at::Tensor d_sink = at::empty({learnable_sink.has_value() ? learnable_sink->size(0) : 0}, q.options().dtype(at::kFloat));
+  if (learnable_sink.has_value()) args.d_sink = d_sink.data_ptr<float>();
+  args.deterministic = deterministic;
+  at::Tensor workspace = at::empty({static_cast<int64_t>(warpflash::backward_workspace_bytes(args))},
+                                   q.options().dtype(at::kByte));
+  args.workspace = workspace.data_ptr();
+  args.workspace_bytes = static_cast<size_t>(workspace.numel());
+  raise_if_error(warpflash::backward(args));
+  return {d_q, d_k, d_v, d_sink};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(warpflash, m) {
   m.def(
       "forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, Tensor? seqused_q, "
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
-      "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink) -> (Tensor out, Tensor lse)");
+      "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False) -> "
+      "(Tensor out, Tensor lse)");
+  m.def(
+      "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
+      "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "
+      "float softmax_scale, bool causal, int window_left, int window_right, int attention_chunk, float softcap, "
+      "Tensor? learnable_sink, bool deterministic) -> (Tensor d_q, Tensor d_k, Tensor d_v, Tensor d_sink)");
 }
 
-TORCH_LIBRARY_IMPL(warpflash, CUDA, m) { m.impl("forward", &forward_op); }
+TORCH_LIBRARY_IMPL(warpflash, CUDA, m) {
+  m.impl("forward", &forward_op);
+  m.impl("backward", &backward_op);
+}
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(

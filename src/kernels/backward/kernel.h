@@ -1,0 +1,393 @@
+// The main backward kernel: one CTA per (K/V block, K/V head, batch), walking the query
+// heads that share the K/V head (GQA/MQA: dK and dV sum over them in registers, no fp32
+// accumulators, the same order every run). Warpgroup 0 produces (one thread loads K and
+// V once, then Q and dO of every query tile that sees the block, head by head, through
+// two-stage TMA pipelines); warpgroups 1 and 2 each own half of the block's keys and per
+// query tile compute
+//   S^T = K Q^T, dP^T = V dO^T                                  (shared-memory operands)
+//   P^T = exp2(S^T * scale_log2 - LSE_log2), dS^T = P^T (dP^T - dPsum)
+//   dV += P^T dO, dK += dS^T Q                                  (P^T, dS^T from registers)
+//   dQ = dS K                                                   (dS through shared memory)
+// and leave dQ in shared memory, from where producer warp 1 adds it into the workspace's
+// fp32 accumulator with a TMA reduce-add (deterministic mode: ordered atomics; the
+// postprocess scales and converts it). The loading thread also brings each query tile's
+// LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers at the end.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/fast_math.h>
+
+#include "kernels/attention/fragment.h"
+#include "kernels/attention/tile_work.h"
+#include "kernels/backward/traits.h"
+
+namespace warpflash::kernels {
+
+using namespace cute;
+
+// Named barriers of the backward kernel (CUTLASS offsets them past its reserved IDs).
+enum class BackwardBarrier : uint32_t {
+  kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
+  kDsFull = 1,  // every consumer's part of dS is written
+  kDqTurn = 2,  // deterministic mode: this CTA's turn to add dQ has come / its additions are done
+  kDqFull = 3,  // + consumer warpgroup: its half of the dQ tile is in shared memory
+  kDqEmpty = 5,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
+};
+
+CUTE_DEVICE int load_acquire(int const* address) {
+  int value;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+}
+CUTE_DEVICE void store_release(int* address, int value) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
+}
+
+// A consumer warpgroup and the dQ writer warp meet at the kDqFull / kDqEmpty barriers.
+constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
+
+// Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
+// accumulator with a TMA reduce-add, one warpgroup's half of the columns at a time, in the
+// order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
+// consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
+template <class Traits>
+CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
+                                 int batch, int first_head, int group, int m_begin, int m_end) {
+  using HalfTile = Shape<typename Traits::BlockM, Int<Traits::kHeadDim / 2>>;
+  BackwardWorkspace const& w = params.workspace;
+  Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
+  auto tma_dq = params.tma_dq.get_slice(_0{});
+  bool leader = cute::elect_one_sync();
+  int tiles = group * (m_end - m_begin), tile = 0;
+#pragma unroll 1
+  for (int head = first_head; head < first_head + group; ++head) {
+    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);  // a multiple of kBlockM
+#pragma unroll 1
+    for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
+      int row_tile = int(head_rows / Traits::kBlockM) + m_block;
+#pragma unroll
+      for (int half = 0; half < Traits::kConsumerWarpgroups; ++half) {
+        uint32_t full = static_cast<uint32_t>(BackwardBarrier::kDqFull) + half;
+        uint32_t empty = static_cast<uint32_t>(BackwardBarrier::kDqEmpty) + half;
+        cutlass::arch::NamedBarrier::sync(kDqSyncThreads, full);
+        if (leader) {
+          Tensor sHalf = make_tensor(
+              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQHalf>),
+              typename Traits::SmemLayoutDQHalf{});
+          Tensor gHalf = local_tile(mDQ, HalfTile{}, make_coord(row_tile, half));
+          copy(params.tma_dq, tma_dq.partition_S(sHalf), tma_dq.partition_D(gHalf));
+          tma_store_arrive();
+          tma_store_wait<0>();  // the shared memory has been read
+        }
+        __syncwarp();
+        if (tile + 1 < tiles) cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, empty);
+      }
+    }
+  }
+}
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    backward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
+  using Element = typename Traits::Element;
+  using PipelineQ = typename Traits::PipelineQ;
+  using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
+  extern __shared__ __align__(1024) char shared_memory[];
+  auto& storage = *reinterpret_cast<typename Traits::SharedStorage*>(shared_memory);
+
+  int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  int group = params.heads_per_kv_head, first_head = kv_head * group;
+  SequenceLengths::Sequence seq_q = params.seq_q.of(batch), seq_k = params.seq_k.of(batch);
+  if (n_block * Traits::kBlockN >= seq_k.length) return;  // no key of this sequence in the block
+  AttentionMask const mask = params.mask.for_lengths(seq_q.length, seq_k.length);
+  // The query tiles with a row that sees a key of this block.
+  int m_begin = mask.m_block_begin(n_block, Traits::kBlockM, Traits::kBlockN);
+  int m_end = mask.m_block_end(n_block, Traits::kBlockM, Traits::kBlockN);
+
+  int warpgroup = cutlass::canonical_warp_group_idx();
+  if (threadIdx.x == 0) {
+    cute::prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_do.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
+    TransactionBarrier::init(&storage.barrier_kv, 1);
+  }
+  typename PipelineQ::Params pipeline_params;
+  pipeline_params.role = warpgroup == 0 ? PipelineQ::ThreadCategory::Producer : PipelineQ::ThreadCategory::Consumer;
+  pipeline_params.is_leader = threadIdx.x == 0;
+  pipeline_params.num_consumers = Traits::kConsumerThreads;
+  pipeline_params.transaction_bytes = Traits::kBytesQ + Traits::kBytesStats;
+  PipelineQ pipeline_q(storage.pipeline_q, pipeline_params, Shape<_1, _1, _1>{});
+  PipelineQ pipeline_do(storage.pipeline_do, pipeline_params, Shape<_1, _1, _1>{});
+  __syncthreads();
+
+  int batch_q = params.seq_q.batch_coord(batch), batch_k = params.seq_k.batch_coord(batch);
+
+  if (warpgroup == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    // Without a query tile that sees the block nothing is loaded (the CTA must not exit with
+    // loads in flight): the consumers write dK = dV = 0.
+    if (m_begin >= m_end) return;
+    if (threadIdx.x / cutlass::NumThreadsPerWarp == 1 && !params.deterministic) {
+      reduce_dq_tiles<Traits>(params, storage, batch, first_head, group, m_begin, m_end);
+      return;
+    }
+    if (threadIdx.x != 0) return;
+    // Packed sequences start at their offset in batch 0's token dimension (as the forward's loads).
+    auto sequence_rows = [](auto const& tma, auto const& shape, int offset, int head_coord, int batch_coord) {
+      return domain_offset(make_coord(offset, _0{}), tma.get_tma_tensor(shape)(_, _, head_coord, batch_coord));
+    };
+    Tensor mK = sequence_rows(params.tma_k, params.shape_k, seq_k.offset, kv_head, batch_k);
+    Tensor mV = sequence_rows(params.tma_v, params.shape_v, seq_k.offset, kv_head, batch_k);
+    Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(n_block, _0{}));
+    Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}, make_coord(n_block, _0{}));
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+    Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+    Tensor sDO = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDO{});
+    auto tma_k = params.tma_k.get_slice(_0{});
+    auto tma_v = params.tma_v.get_slice(_0{});
+    auto tma_q = params.tma_q.get_slice(_0{});
+    auto tma_do = params.tma_do.get_slice(_0{});
+    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_kv, Traits::kBytesKV);
+    copy(params.tma_k.with(storage.barrier_kv), tma_k.partition_S(gK), tma_k.partition_D(sK));
+    copy(params.tma_v.with(storage.barrier_kv), tma_v.partition_S(gV), tma_v.partition_D(sV));
+    Tensor tQsQ = tma_q.partition_D(sQ);  // (TMA, TMA_M, TMA_K, stage)
+    Tensor tDOsDO = tma_do.partition_D(sDO);
+    auto write = cutlass::make_producer_start_state<PipelineQ>();
+#pragma unroll 1
+    for (int head = first_head; head < first_head + group; ++head) {
+      BackwardWorkspace const& w = params.workspace;
+      int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+      // The tile's LSE_log2 row; its dPsum row lies a fixed distance away (one pointer live).
+      float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
+      Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
+      Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
+      Tensor tQgQ = tma_q.partition_S(  // (TMA, TMA_M, TMA_K, m_block)
+          local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(_, _0{})));
+      Tensor tDOgDO = tma_do.partition_S(
+          local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(_, _0{})));
+#pragma unroll 1
+      for (int m_block = m_begin; m_block < m_end; ++m_block) {
+        pipeline_q.producer_acquire(write);
+        copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tQgQ(_, _, _, m_block),
+             tQsQ(_, _, _, write.index()));
+        SM90_BULK_COPY_G2S::copy(lse_log2 + m_block * Traits::kBlockM, pipeline_q.producer_get_barrier(write),
+                                 storage.lse_log2[write.index()], Traits::kBytesStats);
+        pipeline_do.producer_acquire(write);
+        copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tDOgDO(_, _, _, m_block),
+             tDOsDO(_, _, _, write.index()));
+        float const* dpsum = lse_log2 + (int64_t(w.dpsum) - int64_t(w.lse_log2)) / int64_t(sizeof(float));
+        SM90_BULK_COPY_G2S::copy(dpsum + m_block * Traits::kBlockM, pipeline_do.producer_get_barrier(write),
+                                 storage.dpsum[write.index()], Traits::kBytesStats);
+        ++write;
+      }
+    }
+    return;
+  }
+
+  cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+  int consumer_tid = threadIdx.x - Traits::kProducerThreads;
+  Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+  Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+  Tensor sKt = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutKt{});
+  Tensor sQ = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQ{});
+  Tensor sQt = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQt{});
+  Tensor sDO = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDO{});
+  Tensor sDOt = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDOt{});
+  Tensor sDS = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDS{});
+  Tensor sDSt = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDSt{});
+
+  typename Traits::TiledMmaS mma_s;
+  typename Traits::TiledMmaDP mma_dp;
+  typename Traits::TiledMmaDV mma_dv;
+  typename Traits::TiledMmaDK mma_dk;
+  typename Traits::TiledMmaDQ mma_dq;
+  auto thr_s = mma_s.get_thread_slice(consumer_tid);
+  auto thr_dp = mma_dp.get_thread_slice(consumer_tid);
+  auto thr_dv = mma_dv.get_thread_slice(consumer_tid);
+  auto thr_dk = mma_dk.get_thread_slice(consumer_tid);
+  auto thr_dq = mma_dq.get_thread_slice(consumer_tid);
+  Tensor tSrK = thr_s.partition_fragment_A(sK);      // this warpgroup's keys
+  Tensor tSrQ = thr_s.partition_fragment_B(sQ);      // (MMA, MMA_N, MMA_K, stage)
+  Tensor tDPrV = thr_dp.partition_fragment_A(sV);
+  Tensor tDPrDO = thr_dp.partition_fragment_B(sDO);
+  Tensor tDVrDOt = thr_dv.partition_fragment_B(sDOt);
+  Tensor tDKrQt = thr_dk.partition_fragment_B(sQt);
+  Tensor tDQrDS = thr_dq.partition_fragment_A(sDS);
+  Tensor tDQrKt = thr_dq.partition_fragment_B(sKt);  // this warpgroup's columns of dQ
+
+  Tensor acc_dv = partition_fragment_C(mma_dv, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{});
+  Tensor acc_dk = partition_fragment_C(mma_dk, Shape<typename Traits::BlockN, typename Traits::HeadDim>{});
+  clear(acc_dv);
+  clear(acc_dk);
+
+  // (key, query) of every S^T element this thread holds; (query, column) of every dQ one.
+  Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
+  Tensor tDQcDQ = thr_dq.partition_C(make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));
+  BackwardWorkspace const& w = params.workspace;
+
+  // This warpgroup's half of the dQ tile in shared memory, and its barriers with the writer.
+  int consumer_warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
+  // Accumulator value i of a 64 x N WGMMA tile sits at row 16 warp + lane / 4 + 8 (i / 2 % 2)
+  // and column 8 (i / 4) + 2 (lane % 4) + i % 2; in the 128-byte swizzled fp32 layout
+  // (SmemLayoutDQHalf: 8 x 32 atoms, rows first) the column's 16-byte chunk is XORed with
+  // row % 8 = lane / 4. Written out so that only one per-thread XOR term stays live.
+  int dq_lane = consumer_tid % cutlass::NumThreadsPerWarp, dq_warp = consumer_tid / cutlass::NumThreadsPerWarp % 4;
+  uint32_t dq_half = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
+                                                 consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQHalf> +
+                                                 (dq_warp * 16 + dq_lane / 4) * 32 + dq_lane % 2 * 2);
+  int dq_chunk_xor = (dq_lane % 4 / 2) ^ (dq_lane / 4);
+  auto dq_offset = [&](int i) {
+    int column_group = i / 4;  // 8 columns each
+    return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
+  };
+  auto dq_barrier = [&](BackwardBarrier base) { return static_cast<uint32_t>(base) + consumer_warpgroup; };
+  int tiles_done = 0;
+
+  if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
+  typename PipelineQ::PipelineState read;
+#pragma unroll 1
+  for (int head = first_head; head < first_head + group; ++head) {
+    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+    float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
+    int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
+#pragma unroll 1
+    for (int m_block = m_begin; m_block < m_end; ++m_block) {
+      int stage = read.index();
+      pipeline_q.consumer_wait(read);
+      Tensor acc_s = partition_fragment_C(mma_s, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
+      warpgroup_gemm</*kZeroInit=*/true>(mma_s, tSrK, tSrQ(_, _, _, stage), acc_s);
+      pipeline_do.consumer_wait(read);
+      Tensor acc_dp = partition_fragment_C(mma_dp, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
+
+      int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
+      float const* tile_lse = storage.lse_log2[stage];  // came with Q and dO
+      float const* tile_dpsum = storage.dpsum[stage];
+      bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
+      auto visible = [&](int i) {
+        int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
+        return !needs_mask || (key >= mask.key_begin(query) && key < mask.key_end(query));
+      };
+      // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
+      // for rows that saw no key (preprocess), so those columns are 0. dS^T = P^T (dP^T - dPsum).
+      if (params.softcap_prescale == 0.f) {
+        warpgroup_wait<1>();  // S^T: its exponentials run while dP^T is still on the tensor cores
+        warpgroup_fence_operand(acc_s);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
+          float p = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
+          acc_s(i) = visible(i) ? p : 0.f;
+        }
+        warpgroup_wait<0>();  // dP^T
+        warpgroup_fence_operand(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dp); ++i) {
+          acc_dp(i) = acc_s(i) * (acc_dp(i) - tile_dpsum[get<1>(tScS(i))]);
+        }
+      } else {
+        // Softcap (the forward's scores softcap * tanh(S * scale / softcap)): t = tanh(S *
+        // prescale) gives P, and dS^T gains tanh's derivative 1 - t^2. Both GEMMs first, so
+        // that t is not held beside P.
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_s);
+        warpgroup_fence_operand(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
+          int query = get<1>(tScS(i));
+          float t = cutlass::fast_tanh(acc_s(i) * params.softcap_prescale);  // the forward's tanh
+          float p = visible(i) ? exp2f(t * params.scale_log2 - tile_lse[query]) : 0.f;
+          acc_s(i) = p;
+          acc_dp(i) = p * (acc_dp(i) - tile_dpsum[query]) * (1.f - t * t);
+        }
+      }
+      // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
+      Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
+      Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
+      {
+        Tensor p_converted = convert_fragment<Element>(acc_s);
+        Tensor ds_converted = convert_fragment<Element>(acc_dp);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(p_t); ++i) {
+          p_t(i) = p_converted(i);
+          ds_t(i) = ds_converted(i);
+        }
+      }
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
+
+      // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+      Tensor tSsDSt = thr_s.partition_C(sDSt);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dp); ++i) tSsDSt(i) = Element(acc_dp(i));
+      cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+      warpgroup_wait<0>();  // dV, dK and dQ
+      warpgroup_fence_operand(acc_dq);
+      if (!params.deterministic) {
+        // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once
+        // it has read this warpgroup's previous tile.
+        if (tiles_done > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
+          store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
+        }
+        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+        cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
+      } else {
+        // Atomics in a fixed order: the K/V blocks that see this query tile add in ascending
+        // order, each once the tile's semaphore counts the ones before it (CTAs of lower
+        // blocks start first, so the wait ends). Rows past the sequence land in the padding.
+        int* semaphore = dq_semaphore + head_rows / w.block_m + m_block;
+        int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
+        if (consumer_tid == 0) {
+          while (load_acquire(semaphore) != turn) __nanosleep(32);
+        }
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: one 8-byte reduction each
+          int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
+          atomicAdd(reinterpret_cast<float2*>(dq_accum + int64_t(row) * Traits::kHeadDim + col),
+                    make_float2(acc_dq(i), acc_dq(i + 1)));
+        }
+        __threadfence();  // this CTA's additions before the next one's turn
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
+        if (consumer_tid == 0) store_release(semaphore, turn + 1);
+      }
+      ++tiles_done;
+      pipeline_q.consumer_release(read);
+      pipeline_do.consumer_release(read);
+      ++read;
+    }
+
+  }  // the query heads
+
+  // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
+  Tensor tDVcDV = thr_dv.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}));
+  Tensor tDKcDK = thr_dk.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDim>{}));
+  auto store_rows = [&](TensorView4d const& view, auto const& acc, auto const& coords, float scale) {
+    Element* base = static_cast<Element*>(view.data) + batch_k * view.batch_stride + kv_head * view.head_stride +
+                    int64_t(seq_k.offset + n_block * Traits::kBlockN) * view.seqlen_stride;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(acc); i += 2) {  // column pairs: one 4-byte store each
+      int key = get<0>(coords(i)), col = get<1>(coords(i));
+      if (n_block * Traits::kBlockN + key >= seq_k.length) continue;
+      Element pair[2] = {Element(acc(i) * scale), Element(acc(i + 1) * scale)};
+      *reinterpret_cast<uint32_t*>(base + int64_t(key) * view.seqlen_stride + col) =
+          *reinterpret_cast<uint32_t const*>(pair);
+    }
+  };
+  store_rows(params.d_v, acc_dv, tDVcDV, 1.f);
+  store_rows(params.d_k, acc_dk, tDKcDK, params.softmax_scale);
+}
+
+}  // namespace warpflash::kernels

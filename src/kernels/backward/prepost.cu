@@ -1,0 +1,147 @@
+// The backward's preprocess and postprocess kernels (prepost.h): memory-bound, one CTA per
+// (query tile of the main kernel, head, batch), 16-byte loads and row-predicated stores.
+#include "kernels/backward/prepost.h"
+
+#include <cmath>
+#include <string>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace warpflash::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <class Element>
+__device__ __forceinline__ Element from_float(float x);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
+
+// The first element of (batch, token, head) in a view; T is const for the inputs.
+template <class T>
+__device__ __forceinline__ T* row_of(TensorView4d const& view, int batch, int64_t token, int head) {
+  return static_cast<T*>(view.data) + batch * view.batch_stride + token * view.seqlen_stride + head * view.head_stride;
+}
+
+// The tile's rows [row_begin, row_begin + block_m) of its sequence, or false when the tile
+// lies past the sequence's last (partial) tile.
+struct TileRows {
+  SequenceLengths::Sequence seq;
+  int row_begin;
+  int64_t first;  // the workspace row of row_begin
+};
+__device__ __forceinline__ bool tile_rows(BackwardPrepostParams const& p, TileRows& rows) {
+  int block_m = p.workspace.block_m;
+  rows.seq = p.seq_q.of(blockIdx.z);
+  rows.row_begin = blockIdx.x * block_m;
+  if (rows.row_begin >= BackwardWorkspace::round_up(rows.seq.length, block_m)) return false;
+  rows.first = p.workspace.first_row(p.seq_q, blockIdx.z) + rows.row_begin;
+  return true;
+}
+
+// dPsum = rowsum(dO * O) (0 past the sequence), LSE * log2(e) (+inf past the sequence and
+// for rows that saw no key, so that the main kernel's P = exp2(S - LSE_log2) is 0 there),
+// and the tile's rows of the dQ accumulator and its semaphore cleared.
+template <class Element>
+__global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardPrepostParams const p) {
+  TileRows rows;
+  if (!tile_rows(p, rows)) return;
+  int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
+  BackwardWorkspace const& w = p.workspace;
+  int64_t head_row = int64_t(head) * w.padded_rows + rows.first;
+  float* dpsum = reinterpret_cast<float*>(p.workspace_base + w.dpsum) + head_row;
+  float* lse_log2 = reinterpret_cast<float*>(p.workspace_base + w.lse_log2) + head_row;
+  float const* lse = p.lse + blockIdx.z * p.lse_batch_stride + head * p.lse_head_stride + rows.seq.offset;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float sink = p.sinks != nullptr ? p.sinks[head] : 0.f, d_sink = 0.f;  // this warp's rows' share
+  for (int r = warp; r < w.block_m; r += kWarps) {
+    int row = rows.row_begin + r;
+    bool inside = row < rows.seq.length;
+    float sum = 0.f;
+    if (inside) {
+      Element const* o = row_of<Element const>(p.o, batch_coord, rows.seq.offset + row, head);
+      Element const* d_o = row_of<Element const>(p.d_o, batch_coord, rows.seq.offset + row, head);
+      for (int c = lane * 8; c < p.head_dim_v; c += 32 * 8) {  // 8 elements, 16 bytes a load
+        uint4 o_bits = *reinterpret_cast<uint4 const*>(o + c), d_o_bits = *reinterpret_cast<uint4 const*>(d_o + c);
+        Element const* o8 = reinterpret_cast<Element const*>(&o_bits);
+        Element const* d_o8 = reinterpret_cast<Element const*>(&d_o_bits);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum += to_float(o8[i]) * to_float(d_o8[i]);
+      }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) {
+      float row_lse = inside ? lse[row] : -INFINITY;
+      dpsum[r] = sum;
+      lse_log2[r] = row_lse == -INFINITY ? INFINITY : row_lse * float(M_LOG2E);
+      // The sink is a logit without a value row: its probability's gradient is -P_sink * dPsum.
+      if (p.sinks != nullptr && inside) d_sink -= __expf(sink - row_lse) * sum;
+    }
+  }
+  if (p.sinks != nullptr && lane == 0 && d_sink != 0.f) atomicAdd(p.d_sink + head, d_sink);
+  float4* accumulator = reinterpret_cast<float4*>(reinterpret_cast<float*>(p.workspace_base + w.dq_accum) +
+                                                  head_row * w.head_dim);
+  for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);
+  if (threadIdx.x == 0) {
+    int* semaphore = reinterpret_cast<int*>(p.workspace_base + w.dq_semaphore);
+    semaphore[head_row / w.block_m] = 0;
+  }
+}
+
+// dQ = softmax_scale * accumulator for the tile's rows of its sequence; 4 columns a thread.
+template <class Element>
+__global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(BackwardPrepostParams const p) {
+  TileRows rows;
+  if (!tile_rows(p, rows)) return;
+  int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
+  BackwardWorkspace const& w = p.workspace;
+  float const* accumulator = reinterpret_cast<float const*>(p.workspace_base + w.dq_accum) +
+                             (int64_t(head) * w.padded_rows + rows.first) * w.head_dim;
+  int quads = w.head_dim / 4;
+  for (int i = threadIdx.x; i < w.block_m * quads; i += kThreads) {
+    int r = i / quads, c = i % quads * 4, row = rows.row_begin + r;
+    if (row >= rows.seq.length) continue;
+    float4 sum = *reinterpret_cast<float4 const*>(accumulator + int64_t(r) * w.head_dim + c);
+    Element out[4] = {from_float<Element>(sum.x * p.softmax_scale), from_float<Element>(sum.y * p.softmax_scale),
+                      from_float<Element>(sum.z * p.softmax_scale), from_float<Element>(sum.w * p.softmax_scale)};
+    Element* d_q = row_of<Element>(p.d_q, batch_coord, rows.seq.offset + row, head) + c;
+    *reinterpret_cast<uint2*>(d_q) = *reinterpret_cast<uint2 const*>(out);
+  }
+}
+
+template <class Kernel>
+Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream, const char* name) {
+  int block_m = p.workspace.block_m;
+  int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, block_m) / block_m);
+  if (m_blocks == 0 || p.batch == 0) return Status::Ok();
+  kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, 0, stream>>>(p);
+  cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess) return Status::Ok();
+  return Status::CudaError(std::string(name) + " launch: " + cudaGetErrorName(error) + " (" +
+                           cudaGetErrorString(error) + ")");
+}
+
+}  // namespace
+
+Status launch_backward_preprocess(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
+  if (dtype == DType::kBFloat16) {
+    return launch(backward_preprocess_kernel<__nv_bfloat16>, params, stream, "backward_preprocess_kernel");
+  }
+  return launch(backward_preprocess_kernel<__half>, params, stream, "backward_preprocess_kernel");
+}
+
+Status launch_backward_postprocess_dq(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
+  if (dtype == DType::kBFloat16) {
+    return launch(backward_postprocess_dq_kernel<__nv_bfloat16>, params, stream, "backward_postprocess_dq_kernel");
+  }
+  return launch(backward_postprocess_dq_kernel<__half>, params, stream, "backward_postprocess_dq_kernel");
+}
+
+}  // namespace warpflash::kernels
