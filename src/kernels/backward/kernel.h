@@ -9,8 +9,8 @@
 //   dV += P^T dO, dK += dS^T Q                                  (P^T, dS^T from registers)
 //   dQ = dS K                                                   (dS through shared memory)
 // and leave dQ in shared memory, from where producer warp 1 adds it into the workspace's
-// fp32 accumulator with a TMA reduce-add (deterministic mode: ordered atomics; the
-// postprocess scales and converts it). The loading thread also brings each query tile's
+// fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic mode;
+// the postprocess scales and converts it). The loading thread also brings each query tile's
 // LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers at the end.
 #pragma once
 
@@ -31,9 +31,8 @@ using namespace cute;
 enum class BackwardBarrier : uint32_t {
   kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
   kDsFull = 1,  // every consumer's part of dS is written
-  kDqTurn = 2,  // deterministic mode: this CTA's turn to add dQ has come / its additions are done
-  kDqFull = 3,  // + consumer warpgroup: its half of the dQ tile is in shared memory
-  kDqEmpty = 5,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
+  kDqFull = 2,  // + consumer warpgroup: its half of the dQ tile is in shared memory
+  kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
 };
 
 CUTE_DEVICE int load_acquire(int const* address) {
@@ -44,6 +43,8 @@ CUTE_DEVICE int load_acquire(int const* address) {
 CUTE_DEVICE void store_release(int* address, int value) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
 }
+CUTE_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
+CUTE_DEVICE void wait_bulk_groups_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
 }
@@ -55,34 +56,51 @@ constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThr
 // accumulator with a TMA reduce-add, one warpgroup's half of the columns at a time, in the
 // order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
 // consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
+// Deterministic mode: the K/V blocks that see a query tile add in ascending order, each
+// once the tile's semaphore counts the ones before it (CTAs of lower blocks start first,
+// so the wait ends), and count themselves once their additions have completed.
 template <class Traits>
 CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
-                                 int batch, int first_head, int group, int m_begin, int m_end) {
+                                 AttentionMask const& mask, int n_block, int batch, int first_head, int group,
+                                 int m_begin, int m_end) {
   using HalfTile = Shape<typename Traits::BlockM, Int<Traits::kHeadDim / 2>>;
   BackwardWorkspace const& w = params.workspace;
   Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
   auto tma_dq = params.tma_dq.get_slice(_0{});
   bool leader = cute::elect_one_sync();
   int tiles = group * (m_end - m_begin), tile = 0;
+  int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
     int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);  // a multiple of kBlockM
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
       int row_tile = int(head_rows / Traits::kBlockM) + m_block;
+      int* semaphore = dq_semaphore + row_tile;
+      int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
 #pragma unroll
       for (int half = 0; half < Traits::kConsumerWarpgroups; ++half) {
         uint32_t full = static_cast<uint32_t>(BackwardBarrier::kDqFull) + half;
         uint32_t empty = static_cast<uint32_t>(BackwardBarrier::kDqEmpty) + half;
         cutlass::arch::NamedBarrier::sync(kDqSyncThreads, full);
         if (leader) {
+          if (params.deterministic && half == 0) {
+            while (load_acquire(semaphore) != turn) __nanosleep(32);
+            fence_proxy_async();  // the additions before ours, then ours (async proxy)
+          }
           Tensor sHalf = make_tensor(
               make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQHalf>),
               typename Traits::SmemLayoutDQHalf{});
           Tensor gHalf = local_tile(mDQ, HalfTile{}, make_coord(row_tile, half));
           copy(params.tma_dq, tma_dq.partition_S(sHalf), tma_dq.partition_D(gHalf));
           tma_store_arrive();
-          tma_store_wait<0>();  // the shared memory has been read
+          if (params.deterministic && half == Traits::kConsumerWarpgroups - 1) {
+            wait_bulk_groups_complete();  // both halves added, not only read
+            fence_proxy_async();
+            store_release(semaphore, turn + 1);
+          } else {
+            tma_store_wait<0>();  // the shared memory has been read
+          }
         }
         __syncwarp();
         if (tile + 1 < tiles) cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, empty);
@@ -133,8 +151,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // Without a query tile that sees the block nothing is loaded (the CTA must not exit with
     // loads in flight): the consumers write dK = dV = 0.
     if (m_begin >= m_end) return;
-    if (threadIdx.x / cutlass::NumThreadsPerWarp == 1 && !params.deterministic) {
-      reduce_dq_tiles<Traits>(params, storage, batch, first_head, group, m_begin, m_end);
+    if (threadIdx.x / cutlass::NumThreadsPerWarp == 1) {
+      reduce_dq_tiles<Traits>(params, storage, mask, n_block, batch, first_head, group, m_begin, m_end);
       return;
     }
     if (threadIdx.x != 0) return;
@@ -160,33 +178,32 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     Tensor tQsQ = tma_q.partition_D(sQ);  // (TMA, TMA_M, TMA_K, stage)
     Tensor tDOsDO = tma_do.partition_D(sDO);
     auto write = cutlass::make_producer_start_state<PipelineQ>();
+    // One loop over (query head, query tile) and 32-bit workspace rows keep this thread
+    // within its 24 registers (heads x padded rows < 2^31: the dQ tensor map's rows).
+    BackwardWorkspace const& w = params.workspace;
+    int first_row = int(w.first_row(params.seq_q, batch)), tiles_per_head = m_end - m_begin;
 #pragma unroll 1
-    for (int head = first_head; head < first_head + group; ++head) {
-      BackwardWorkspace const& w = params.workspace;
-      int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
-      // The tile's LSE_log2 row; its dPsum row lies a fixed distance away (one pointer live).
-      float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
+    for (int tile = 0; tile < group * tiles_per_head; ++tile) {
+      int head = first_head + tile / tiles_per_head, m_block = m_begin + tile % tiles_per_head;
       Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
       Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
-      Tensor tQgQ = tma_q.partition_S(  // (TMA, TMA_M, TMA_K, m_block)
-          local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(_, _0{})));
-      Tensor tDOgDO = tma_do.partition_S(
-          local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(_, _0{})));
-#pragma unroll 1
-      for (int m_block = m_begin; m_block < m_end; ++m_block) {
-        pipeline_q.producer_acquire(write);
-        copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tQgQ(_, _, _, m_block),
-             tQsQ(_, _, _, write.index()));
-        SM90_BULK_COPY_G2S::copy(lse_log2 + m_block * Traits::kBlockM, pipeline_q.producer_get_barrier(write),
-                                 storage.lse_log2[write.index()], Traits::kBytesStats);
-        pipeline_do.producer_acquire(write);
-        copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tDOgDO(_, _, _, m_block),
-             tDOsDO(_, _, _, write.index()));
-        float const* dpsum = lse_log2 + (int64_t(w.dpsum) - int64_t(w.lse_log2)) / int64_t(sizeof(float));
-        SM90_BULK_COPY_G2S::copy(dpsum + m_block * Traits::kBlockM, pipeline_do.producer_get_barrier(write),
-                                 storage.dpsum[write.index()], Traits::kBytesStats);
-        ++write;
-      }
+      Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(m_block, _0{}));
+      Tensor gDO =
+          local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(m_block, _0{}));
+      int stats_row = head * int(w.padded_rows) + first_row + m_block * Traits::kBlockM;  // LSE_log2, dPsum
+      pipeline_q.producer_acquire(write);
+      copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tma_q.partition_S(gQ),
+           tQsQ(_, _, _, write.index()));
+      SM90_BULK_COPY_G2S::copy(reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + stats_row,
+                               pipeline_q.producer_get_barrier(write), storage.lse_log2[write.index()],
+                               Traits::kBytesStats);
+      pipeline_do.producer_acquire(write);
+      copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tma_do.partition_S(gDO),
+           tDOsDO(_, _, _, write.index()));
+      SM90_BULK_COPY_G2S::copy(reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + stats_row,
+                               pipeline_do.producer_get_barrier(write), storage.dpsum[write.index()],
+                               Traits::kBytesStats);
+      ++write;
     }
     return;
   }
@@ -227,10 +244,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   clear(acc_dv);
   clear(acc_dk);
 
-  // (key, query) of every S^T element this thread holds; (query, column) of every dQ one.
+  // (key, query) of every S^T element this thread holds.
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
-  Tensor tDQcDQ = thr_dq.partition_C(make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));
-  BackwardWorkspace const& w = params.workspace;
 
   // This warpgroup's half of the dQ tile in shared memory, and its barriers with the writer.
   int consumer_warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
@@ -254,9 +269,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   typename PipelineQ::PipelineState read;
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
-    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
-    float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
-    int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block) {
       int stage = read.index();
@@ -333,36 +345,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
       warpgroup_wait<0>();  // dV, dK and dQ
       warpgroup_fence_operand(acc_dq);
-      if (!params.deterministic) {
-        // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once
-        // it has read this warpgroup's previous tile.
-        if (tiles_done > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
-          store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
-        }
-        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
-        cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
-      } else {
-        // Atomics in a fixed order: the K/V blocks that see this query tile add in ascending
-        // order, each once the tile's semaphore counts the ones before it (CTAs of lower
-        // blocks start first, so the wait ends). Rows past the sequence land in the padding.
-        int* semaphore = dq_semaphore + head_rows / w.block_m + m_block;
-        int turn = n_block - mask.n_block_begin(m_block, Traits::kBlockM, Traits::kBlockN);
-        if (consumer_tid == 0) {
-          while (load_acquire(semaphore) != turn) __nanosleep(32);
-        }
-        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: one 8-byte reduction each
-          int row = query_base + get<0>(tDQcDQ(i)), col = get<1>(tDQcDQ(i));
-          atomicAdd(reinterpret_cast<float2*>(dq_accum + int64_t(row) * Traits::kHeadDim + col),
-                    make_float2(acc_dq(i), acc_dq(i + 1)));
-        }
-        __threadfence();  // this CTA's additions before the next one's turn
-        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDqTurn));
-        if (consumer_tid == 0) store_release(semaphore, turn + 1);
+      // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
+      // has read this warpgroup's previous tile.
+      if (tiles_done > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
+        store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
       }
+      cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+      cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
       ++tiles_done;
       pipeline_q.consumer_release(read);
       pipeline_do.consumer_release(read);
