@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the ptxas reports of every compiled forward kernel (written by
+# Checks the ptxas reports of every compiled forward and backward kernel (written by
 # cmake/ptxas_report.sh next to the objects): no register spills, no stack, and no
 # "wgmma.mma_async instructions are serialized" warning (C7515), which silently costs
 # 20-30% (docs/perf-notes.md). Run by ctest as KernelResources.
@@ -7,7 +7,7 @@
 set -uo pipefail
 dir=${1:?usage: check_ptxas_reports.sh BUILD/src EXPECTED_KERNELS}
 expected=${2:?usage: check_ptxas_reports.sh BUILD/src EXPECTED_KERNELS}
-mapfile -t logs < <(find "$dir" -name 'forward_*.cu.o.ptxas.log' | sort)
+mapfile -t logs < <(find "$dir" \( -name 'forward_*.cu.o.ptxas.log' -o -name 'backward_*.cu.o.ptxas.log' \) | sort)
 status=0
 if [ "${#logs[@]}" -ne "$expected" ]; then
   echo "FAIL: ${#logs[@]} ptxas reports under $dir, expected $expected (rebuild: the reports come from the compile)"

@@ -43,8 +43,18 @@ CUTE_DEVICE int load_acquire(int const* address) {
 CUTE_DEVICE void store_release(int* address, int value) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
 }
+// threadIdx.x read again where it is used (asm volatile: not hoisted), for values that
+// would otherwise stay live across the main loop and spill.
+CUTE_DEVICE int fresh_thread_index() {
+  int thread;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(thread));
+  return thread;
+}
 CUTE_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
 CUTE_DEVICE void wait_bulk_groups_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+CUTE_DEVICE void store_shared_16(uint32_t address, uint16_t bits) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(address), "h"(bits) : "memory");
+}
 CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
 }
@@ -181,10 +191,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // One loop over (query head, query tile) and 32-bit workspace rows keep this thread
     // within its 24 registers (heads x padded rows < 2^31: the dQ tensor map's rows).
     BackwardWorkspace const& w = params.workspace;
-    int first_row = int(w.first_row(params.seq_q, batch)), tiles_per_head = m_end - m_begin;
+    int first_row = int(w.first_row(params.seq_q, batch)), head = first_head, m_block = m_begin;
 #pragma unroll 1
-    for (int tile = 0; tile < group * tiles_per_head; ++tile) {
-      int head = first_head + tile / tiles_per_head, m_block = m_begin + tile % tiles_per_head;
+    for (int tile = 0; tile < group * (m_end - m_begin); ++tile) {
       Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
       Tensor mDO = sequence_rows(params.tma_do, params.shape_do, seq_q.offset, head, batch_q);
       Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}, make_coord(m_block, _0{}));
@@ -194,16 +203,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       pipeline_q.producer_acquire(write);
       copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tma_q.partition_S(gQ),
            tQsQ(_, _, _, write.index()));
-      SM90_BULK_COPY_G2S::copy(reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + stats_row,
-                               pipeline_q.producer_get_barrier(write), storage.lse_log2[write.index()],
-                               Traits::kBytesStats);
       pipeline_do.producer_acquire(write);
       copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tma_do.partition_S(gDO),
            tDOsDO(_, _, _, write.index()));
-      SM90_BULK_COPY_G2S::copy(reinterpret_cast<float const*>(params.workspace_base + w.dpsum) + stats_row,
-                               pipeline_do.producer_get_barrier(write), storage.dpsum[write.index()],
-                               Traits::kBytesStats);
+      char const* stats = params.workspace_base + size_t(stats_row) * sizeof(float);
+      SM90_BULK_COPY_G2S::copy(stats + w.lse_log2, pipeline_q.producer_get_barrier(write),
+                               storage.lse_log2[write.index()], Traits::kBytesStats);
+      SM90_BULK_COPY_G2S::copy(stats + w.dpsum, pipeline_do.producer_get_barrier(write),
+                               storage.dpsum[write.index()], Traits::kBytesStats);
       ++write;
+      if (++m_block == m_end) m_block = m_begin, ++head;
     }
     return;
   }
@@ -218,7 +227,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sDO = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDO{});
   Tensor sDOt = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDOt{});
   Tensor sDS = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDS{});
-  Tensor sDSt = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDSt{});
 
   typename Traits::TiledMmaS mma_s;
   typename Traits::TiledMmaDP mma_dp;
@@ -262,7 +270,24 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     int column_group = i / 4;  // 8 columns each
     return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
   };
-  auto dq_barrier = [&](BackwardBarrier base) { return static_cast<uint32_t>(base) + consumer_warpgroup; };
+  // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
+  // rows first): value i holds key 64 wg + 16 warp + lane / 4 + 8 (i / 2 % 2) and query
+  // 8 (i / 4) + 2 (lane % 4) + i % 2; the key's 8-element chunk (2 warp + i / 2 % 2) is
+  // XORed with query % 8 = 2 (lane % 4) + i % 2, which leaves a per-thread base and
+  // compile-time offsets.
+  static_assert(Traits::kBlockM == 64 && Traits::kBlockN == 128, "the dS addressing below");
+  uint32_t ds_base = cute::cast_smem_ptr_to_uint(
+      storage.d_s.data() + consumer_warpgroup * (Traits::kBlockM * 64) + dq_lane % 4 * 2 * 64 + dq_lane / 4 +
+      ((2 * dq_warp) ^ (2 * (dq_lane % 4))) * 8);
+  auto ds_offset = [](int i) {
+    int v0 = i % 2, v1 = i / 2 % 2, v2 = i / 4;
+    return v2 * 8 * 64 + v0 * 64 + (v0 ^ v1) * 8;
+  };
+  // The warpgroup's barrier IDs from %tid.x at each use: kept live across the loop they
+  // would be spilled at 240 registers.
+  auto dq_barrier = [](BackwardBarrier base) {
+    return static_cast<uint32_t>(base) + (fresh_thread_index() - Traits::kProducerThreads) / cutlass::NumThreadsPerWarpGroup;
+  };
   int tiles_done = 0;
 
   if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
@@ -335,9 +360,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
       // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
-      Tensor tSsDSt = thr_s.partition_C(sDSt);
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dp); ++i) tSsDSt(i) = Element(acc_dp(i));
+      for (int i = 0; i < size(acc_dp); ++i) {
+        Element ds = Element(acc_dp(i));
+        store_shared_16(ds_base + ds_offset(i) * sizeof(Element), reinterpret_cast<uint16_t const&>(ds));
+      }
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
       Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
@@ -363,8 +390,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }  // the query heads
 
   // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
-  Tensor tDVcDV = thr_dv.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}));
-  Tensor tDKcDK = thr_dk.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDim>{}));
+  auto epilogue_dv = mma_dv.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
+  auto epilogue_dk = mma_dk.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
+  Tensor tDVcDV = epilogue_dv.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}));
+  Tensor tDKcDK = epilogue_dk.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDim>{}));
   auto store_rows = [&](TensorView4d const& view, auto const& acc, auto const& coords, float scale) {
     Element* base = static_cast<Element*>(view.data) + batch_k * view.batch_stride + kv_head * view.head_stride +
                     int64_t(seq_k.offset + n_block * Traits::kBlockN) * view.seqlen_stride;

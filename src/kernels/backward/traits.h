@@ -74,16 +74,14 @@ struct BackwardTraits {
   // dS as (queries, keys), keys contiguous: the dQ GEMM's K-major A.
   using SmemLayoutDS = decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<BlockM, BlockN>{}));
   // Transposed views of the same bytes: Q^T and dO^T (head dim, queries, stage) as the dK
-  // and dV GEMMs' B, K^T (head dim, keys) as the dQ GEMM's B, dS^T (keys, queries) for the
-  // consumers' writes from the S^T accumulator's layout.
+  // and dV GEMMs' B, K^T (head dim, keys) as the dQ GEMM's B (the consumers write dS^T
+  // into dS at addresses spelled out in kernel.h).
   using SmemLayoutQt = decltype(composition(SmemLayoutQ{},
                                             make_ordered_layout(Shape<HeadDim, BlockM, Stages>{}, Step<_2, _1, _3>{})));
   using SmemLayoutDOt = decltype(composition(
       SmemLayoutDO{}, make_ordered_layout(Shape<HeadDimV, BlockM, Stages>{}, Step<_2, _1, _3>{})));
   using SmemLayoutKt =
       decltype(composition(SmemLayoutK{}, make_ordered_layout(Shape<HeadDim, BlockN>{}, Step<_2, _1>{})));
-  using SmemLayoutDSt =
-      decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
   // Each consumer warpgroup's columns of dQ in fp32, for the TMA reduce-add into the
   // workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are conflict-free).
