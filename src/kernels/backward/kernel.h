@@ -368,9 +368,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
       Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
-      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
       warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
-      warpgroup_wait<0>();  // dV, dK and dQ
+      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
+      warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
       warpgroup_fence_operand(acc_dq);
       // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
       // has read this warpgroup's previous tile.
@@ -382,6 +382,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
       cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
       ++tiles_done;
+      warpgroup_wait<0>();  // dK (it reads Q and dS^T)
       pipeline_q.consumer_release(read);
       pipeline_do.consumer_release(read);
       ++read;
