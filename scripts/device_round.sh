@@ -15,18 +15,15 @@
 #   features    varlen, window, softcap, sinks and head dims 96/192 against FA3 / FA4 where installed
 #               (bench/features.py), with a bar chart (features.png).
 #   backward    (only when named in ROUND_STEPS) the backward's GPU tests (Prepost/*,
-#               Backward*), memcheck and racecheck on a few, pytest test_backward.py, its
-#               benchmark against cuDNN and FA4 (bench/backward.py) and the training run
-#               (examples/train_gpt.py --check).
+#               Backward*), memcheck and racecheck on a few, its C++ timing, pytest
+#               test_backward.py, its benchmark against cuDNN and FA4 (bench/backward.py)
+#               and the training run (examples/train_gpt.py --check).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               (PROFILE_KERNEL, a regex, default forward_kernel; PROFILE_SKIP launches of it
 #               skipped, default 2; for the backward: backward_kernel, 1, and --backward in
 #               the points' arguments) at each point of PROFILE_POINTS
 #               ("|"-separated warpflash_bench arguments, e.g. "--head-dims 64 --seqlens 512
 #               --causal 1 --dtypes bf16"; the bench's two correctness checks are skipped).
-#   backward    (only when named) the backward's GPU tests, memcheck and racecheck on a few,
-#               its C++ timing; with the package installed pytest, bench/backward.py (FA4
-#               where importable) and examples/train_gpt.py --check.
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
