@@ -15,13 +15,15 @@
 #   features    varlen, window, softcap, sinks and head dims 96/192 against FA3 / FA4 where installed
 #               (bench/features.py), with a bar chart (features.png).
 #   backward    (only when named in ROUND_STEPS) the backward's GPU tests (Prepost/*,
-#               Backward*), memcheck and racecheck on a few, pytest test_backward.py, its
-#               benchmark against cuDNN and FA4 (bench/backward.py) and the training run
-#               (examples/train_gpt.py --check).
+#               Backward*), memcheck and racecheck on a few, its C++ timing, pytest
+#               test_backward.py, its benchmark against cuDNN and FA4 (bench/backward.py)
+#               and the training run (examples/train_gpt.py --check).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
-#               at each point of PROFILE_POINTS ("|"-separated warpflash_bench arguments,
-#               e.g. "--head-dims 64 --seqlens 512 --causal 1 --dtypes bf16"; the
-#               bench's two correctness checks are skipped).
+#               (PROFILE_KERNEL, a regex, default forward_kernel; PROFILE_SKIP launches of it
+#               skipped, default 2; for the backward: backward_kernel, 1, and --backward in
+#               the points' arguments) at each point of PROFILE_POINTS
+#               ("|"-separated warpflash_bench arguments, e.g. "--head-dims 64 --seqlens 512
+#               --causal 1 --dtypes bf16"; the bench's two correctness checks are skipped).
 # Everything is packed into $OUT/results.tgz (the device tool brings back few files).
 set -uo pipefail  # each step has a time limit: a hang costs minutes, not the whole call
 cd "$(dirname "$0")/.."
@@ -54,7 +56,7 @@ if has profile; then
   IFS='|' read -ra points <<< "${PROFILE_POINTS:-}"
   for i in "${!points[@]}"; do
     # --clock-control none: the device's METHOD.md asks to leave the clocks alone.
-    timeout 150 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:forward_kernel \
+    timeout 150 ncu --clock-control none --launch-skip ${PROFILE_SKIP:-2} --launch-count 1 -k regex:${PROFILE_KERNEL:-forward_kernel} \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
       --section SchedulerStats --section Occupancy --section LaunchStats \
       "$build/bench/warpflash_bench" ${points[$i]} --warmup 1 --iters 1 > "$results/profile-$i.log" 2>&1
@@ -87,6 +89,9 @@ if has backward; then
       > "$results/backward-$tool.log" 2>&1
     echo "backward $tool rc=$?"; tail -n 2 "$results/backward-$tool.log"
   done
+  timeout 120 "$build/bench/warpflash_bench" --backward --dtypes bf16 --head-dims 64,128 --seqlens 2048,8192,16384 \
+    --causal both --iters 20 --warmup 3 > "$results/backward-cpp-bench.log" 2>&1
+  echo "backward C++ bench rc=$?"; grep -E "^(bf16|fp16)" "$results/backward-cpp-bench.log"
   if python3 -c "import warpflash" 2>/dev/null; then
     (cd tests/python && timeout 300 python3 -m pytest -q -ra test_backward.py > "$results/pytest-backward.log" 2>&1)
     echo "pytest backward rc=$?"; tail -n 5 "$results/pytest-backward.log"
