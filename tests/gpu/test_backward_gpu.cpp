@@ -2,7 +2,8 @@
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
 // small slack), with O and LSE from warpflash's own forward as in training. d = 64 and 128, dense
 // batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
-// GQA and MQA, softcap, learnable sinks and their gradient.
+// GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks and their gradient, lengths 1, 17,
+// 127 against 129, 1000 and 4097.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -43,6 +44,10 @@ const BackwardCase kBackwardCases[] = {
     {"gqa_causal", 1, 300, 300, 4, 2, true},       {"mqa", 2, 130, 260, 4, 1, false},
     {"softcap", 1, 257, 257, 2, 2, true, -1, -1, 30.f},
     {"sinks_gqa", 2, 200, 150, 4, 2, true, -1, -1, 0.f, true},
+    // The awkward lengths and group sizes: 17, 127 against 129, 4097; GQA 4 and 8.
+    {"seqlen_17", 3, 17, 17, 2, 2, true},          {"seqlen_127_129", 1, 127, 129, 2, 2, false},
+    {"gqa4_window", 1, 333, 333, 8, 2, false, 100, 100},
+    {"gqa8_causal", 1, 257, 257, 16, 2, true},     {"seqlen_4097_mqa", 1, 4097, 4097, 4, 1, true},
 };
 
 // The sinks' gradient, -sum over rows of P_sink * rowsum(dO * O), two ways: against the same
