@@ -52,6 +52,7 @@ struct Options {
   bool latency = false;  // time calls of a tiny problem instead of the grid
   bool workspace = true;  // give forward() its workspace (the split last round)
   bool backward = false;  // time backward() (after one forward) instead of forward()
+  bool deterministic = false;  // the backward's deterministic mode
 };
 
 void print_usage() {
@@ -72,6 +73,7 @@ void print_usage() {
       "  --backward            time backward() (dQ, dK, dV from a random dO; its pre- and\n"
       "                        postprocess included) after one forward; TFLOP/s count 2.5x\n"
       "                        the forward's FLOPs (FlashAttention's convention)\n"
+      "  --deterministic       with --backward: its deterministic mode\n"
       "  --help\n");
 }
 
@@ -110,6 +112,10 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
       opt.backward = true;
       continue;
     }
+    if (flag == "--deterministic") {
+      opt.deterministic = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "error: %s: unknown option or missing value\n", flag.c_str());
       return false;
@@ -141,6 +147,10 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
       std::fprintf(stderr, "error: %s: bad value '%s' (see --help)\n", flag.c_str(), value.c_str());
       return false;
     }
+  }
+  if (opt.deterministic && !opt.backward) {
+    std::fprintf(stderr, "error: --deterministic is an option of --backward (see --help)\n");
+    return false;
   }
   return true;
 }
@@ -411,7 +421,8 @@ int run(const Options& opt) {
           if (opt.workspace) big.attach_workspace(args);
           bool timed = false;
           if (opt.backward) {
-            const BackwardArgs backward_args = big.backward_args(args);
+            BackwardArgs backward_args = big.backward_args(args);
+            backward_args.deterministic = opt.deterministic;
             timed = report_status(forward(args), "forward (before the backward)") &&
                     time_calls([&] { return backward(backward_args); }, opt, t, args.stream);
           } else {
