@@ -66,7 +66,7 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
   int tiles = group * (m_end - m_begin), tile = 0;
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
-    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);  // a multiple of kBlockM
+    int64_t head_rows = w.head_first_row(params.seq_q, batch, head);  // a multiple of kBlockM
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
       int row_tile = int(head_rows / Traits::kBlockM) + m_block;
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #pragma unroll 1
     for (int head = first_head; head < first_head + group; ++head) {
       BackwardWorkspace const& w = params.workspace;
-      int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+      int64_t head_rows = w.head_first_row(params.seq_q, batch, head);
       // The tile's LSE_log2 row; its dPsum row lies a fixed distance away (one pointer live).
       float const* lse_log2 = reinterpret_cast<float const*>(params.workspace_base + w.lse_log2) + head_rows;
       Tensor mQ = sequence_rows(params.tma_q, params.shape_q, seq_q.offset, head, batch_q);
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   typename PipelineQ::PipelineState read;
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
-    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);
+    int64_t head_rows = w.head_first_row(params.seq_q, batch, head);
     float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum) + head_rows * Traits::kHeadDim;
     int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
