@@ -283,15 +283,12 @@ struct BigProblem {
   void attach_workspace(ForwardArgs& args) {
     size_t bytes = forward_workspace_bytes(args);
     if (bytes == 0) return;
-    if (!workspace || workspace->bytes() < bytes) {
-      workspace.reset();
-      workspace = std::make_unique<DeviceBuffer>(bytes);
-    }
-    args.workspace = workspace->get();
+    args.workspace = grown(workspace, bytes);
     args.workspace_bytes = bytes;
   }
 
-  // The backward's dO, dQ, dK, dV: only with --backward.
+  // The backward of forward_args's problem on dO, dQ, dK, dV (only with --backward), with
+  // its workspace.
   BackwardArgs backward_args(const ForwardArgs& forward_args) {
     BackwardArgs args;
     args.forward = forward_args;
@@ -300,14 +297,18 @@ struct BigProblem {
     args.d_q = contiguous_view(d_q->get(), s.seqlen_q, s.heads_q, s.head_dim);
     args.d_k = contiguous_view(d_k->get(), s.seqlen_k, s.heads_kv, s.head_dim);
     args.d_v = contiguous_view(d_v->get(), s.seqlen_k, s.heads_kv, s.head_dim);
-    size_t bytes = backward_workspace_bytes(args);
-    if (!backward_workspace || backward_workspace->bytes() < bytes) {
-      backward_workspace.reset();
-      backward_workspace = std::make_unique<DeviceBuffer>(bytes);
-    }
-    args.workspace = backward_workspace->get();
-    args.workspace_bytes = bytes;
+    args.workspace_bytes = backward_workspace_bytes(args);
+    args.workspace = grown(backward_workspace, args.workspace_bytes);
     return args;
+  }
+
+  // buffer's memory, reallocated first when it holds fewer than `bytes`.
+  static void* grown(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) {
+    if (!buffer || buffer->bytes() < bytes) {
+      buffer.reset();
+      buffer = std::make_unique<DeviceBuffer>(bytes);
+    }
+    return buffer->get();
   }
 
   int64_t elements;

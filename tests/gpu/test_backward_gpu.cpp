@@ -6,6 +6,7 @@
 // 127 against 129, 1000 and 4097.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -26,6 +27,23 @@ using testing::DeviceBuffer;
 using testing::from_bits;
 using testing::kPoison;
 using testing::to_bits;
+
+// dO and the gradients as contiguous (rows, heads, head dim) views, and the workspace that
+// backward() asks for (kept alive by the returned buffer).
+void set_gradients(BackwardArgs& args, const DeviceBuffer<uint16_t>& d_o, const DeviceBuffer<uint16_t>& d_q,
+                   const DeviceBuffer<uint16_t>& d_k, const DeviceBuffer<uint16_t>& d_v, int64_t rows_q,
+                   int64_t rows_k, int64_t heads_q, int64_t heads_kv, int64_t d) {
+  args.d_o = contiguous_view(d_o.get(), rows_q, heads_q, d);
+  args.d_q = contiguous_view(d_q.get(), rows_q, heads_q, d);
+  args.d_k = contiguous_view(d_k.get(), rows_k, heads_kv, d);
+  args.d_v = contiguous_view(d_v.get(), rows_k, heads_kv, d);
+}
+std::unique_ptr<DeviceBuffer<uint8_t>> attach_workspace(BackwardArgs& args) {
+  auto workspace = std::make_unique<DeviceBuffer<uint8_t>>(backward_workspace_bytes(args));
+  args.workspace = workspace->get();
+  args.workspace_bytes = workspace->size();
+  return workspace;
+}
 
 struct BackwardCase {
   const char* name;
@@ -149,14 +167,9 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   if (c.sinks) f.learnable_sink = sinks_dev.get();
   Status status = forward(f);
   ASSERT_TRUE(status.ok()) << status.message();
-  args.d_o = contiguous_view(do_dev.get(), c.seqlen_q, c.heads_q, d);
-  args.d_q = contiguous_view(dq_dev.get(), c.seqlen_q, c.heads_q, d);
-  args.d_k = contiguous_view(dk_dev.get(), c.seqlen_k, c.heads_kv, d);
-  args.d_v = contiguous_view(dv_dev.get(), c.seqlen_k, c.heads_kv, d);
+  set_gradients(args, do_dev, dq_dev, dk_dev, dv_dev, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d);
   if (c.sinks) args.d_sink = d_sinks_dev.get();
-  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
-  args.workspace = workspace.get();
-  args.workspace_bytes = workspace.size();
+  auto workspace = attach_workspace(args);
   status = backward(args);
   ASSERT_TRUE(status.ok()) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
@@ -245,13 +258,8 @@ TEST(BackwardVarlenGpu, MatchesReferencePerSequence) {
   f.causal = true;
   Status status = forward(f);
   ASSERT_TRUE(status.ok()) << status.message();
-  args.d_o = contiguous_view(do_dev.get(), total_q, heads_q, d);
-  args.d_q = contiguous_view(dq_dev.get(), total_q, heads_q, d);
-  args.d_k = contiguous_view(dk_dev.get(), total_k, heads_kv, d);
-  args.d_v = contiguous_view(dv_dev.get(), total_k, heads_kv, d);
-  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
-  args.workspace = workspace.get();
-  args.workspace_bytes = workspace.size();
+  set_gradients(args, do_dev, dq_dev, dk_dev, dv_dev, total_q, total_k, heads_q, heads_kv, d);
+  auto workspace = attach_workspace(args);
   status = backward(args);
   ASSERT_TRUE(status.ok()) << status.message();
   WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
@@ -319,14 +327,9 @@ TEST(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
   f.lse = lse.get();
   f.causal = true;
   ASSERT_TRUE(forward(f).ok());
-  args.d_o = contiguous_view(d_o.get(), seqlen, heads_q, d);
-  args.d_q = contiguous_view(d_q.get(), seqlen, heads_q, d);
-  args.d_k = contiguous_view(d_k.get(), seqlen, heads_kv, d);
-  args.d_v = contiguous_view(d_v.get(), seqlen, heads_kv, d);
+  set_gradients(args, d_o, d_q, d_k, d_v, seqlen, seqlen, heads_q, heads_kv, d);
   args.deterministic = true;
-  DeviceBuffer<uint8_t> workspace(backward_workspace_bytes(args));
-  args.workspace = workspace.get();
-  args.workspace_bytes = workspace.size();
+  auto workspace = attach_workspace(args);
   std::vector<uint16_t> first_dq, first_dk;
   for (int run = 0; run < 6; ++run) {
     Status status = backward(args);

@@ -82,7 +82,7 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
   int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
 #pragma unroll 1
   for (int head = first_head; head < first_head + group; ++head) {
-    int64_t head_rows = int64_t(head) * w.padded_rows + w.first_row(params.seq_q, batch);  // a multiple of kBlockM
+    int64_t head_rows = w.head_first_row(params.seq_q, batch, head);  // a multiple of kBlockM
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
       int row_tile = int(head_rows / Traits::kBlockM) + m_block;

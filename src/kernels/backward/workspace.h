@@ -57,6 +57,12 @@ struct BackwardWorkspace {
     return (int64_t(seq_q.of(b).offset) + int64_t(b) * block_m) / block_m * block_m;
   }
 
+  // The row of sequence b's first query in head `head`'s part of the per-row arrays (a
+  // multiple of block_m).
+  WF_HOST_DEVICE int64_t head_first_row(SequenceLengths const& seq_q, int b, int head) const {
+    return int64_t(head) * padded_rows + first_row(seq_q, b);
+  }
+
   WF_HOST_DEVICE static int64_t round_up(int64_t n, int64_t multiple) {
     return (n + multiple - 1) / multiple * multiple;
   }
