@@ -52,8 +52,13 @@ CUTE_DEVICE int fresh_thread_index() {
 }
 CUTE_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
 CUTE_DEVICE void wait_bulk_groups_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
-CUTE_DEVICE void store_shared_16(uint32_t address, uint16_t bits) {
-  asm volatile("st.shared.b16 [%0], %1;" ::"r"(address), "h"(bits) : "memory");
+// Four 8 x 8 matrices of 16-bit values, transposed: thread 8 j + r names row r of matrix j's
+// destination, which receives column r of the matrix (each thread holds one 32-bit pair of
+// every matrix, at row lane / 4 and columns 2 (lane % 4) + {0, 1}: the MMA fragment).
+CUTE_DEVICE void store_matrix_x4_transposed(uint32_t address, uint32_t const (&pairs)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(address),
+               "r"(pairs[0]), "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
+               : "memory");
 }
 CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
@@ -115,6 +120,27 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
         __syncwarp();
         if (tile + 1 < tiles) cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, empty);
       }
+    }
+  }
+}
+
+// Zeroes the elements of P^T (and dS^T) whose key a query does not see, in the blocks that
+// cross a mask boundary (the others skip it). tScS holds each element's (key, query) in the
+// block; the queries are S^T's columns: their key bounds once per column, then one unsigned
+// compare per element (as the forward's mask).
+template <class Traits, class Coords, class... Accumulators>
+CUTE_DEVICE void apply_block_mask(AttentionMask const& mask, int m_block, int n_block, Coords const& tScS,
+                                  Accumulators&... accumulators) {
+  if (!mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+  Tensor coords = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));  // (key row, query column)
+  CUTLASS_PRAGMA_UNROLL
+  for (int c = 0; c < size<1>(coords); ++c) {
+    int query = m_block * Traits::kBlockM + get<1>(coords(0, c));
+    int begin = mask.key_begin(query) - n_block * Traits::kBlockN, end = mask.key_end(query) - n_block * Traits::kBlockN;
+    unsigned width = end > begin ? unsigned(end - begin) : 0u;
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < size<0>(coords); ++r) {
+      if (unsigned(get<0>(coords(r, c)) - begin) >= width) ((rowcol_view(accumulators)(r, c) = 0.f), ...);
     }
   }
 }
@@ -271,29 +297,28 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
   };
   // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
-  // rows first): value i holds key 64 wg + 16 warp + lane / 4 + 8 (i / 2 % 2) and query
-  // 8 (i / 4) + 2 (lane % 4) + i % 2; the key's 8-element chunk (2 warp + i / 2 % 2) is
-  // XORed with query % 8 = 2 (lane % 4) + i % 2, which leaves a per-thread base and
-  // compile-time offsets.
+  // rows first) with transposing matrix stores: value i holds key 64 wg + 16 warp + lane / 4
+  // + 8 (i / 2 % 2) and query 8 (i / 4) + 2 (lane % 4) + i % 2, so the pairs 8 q + 2 j of store
+  // q are the 8 x 8 blocks j = (key half i / 2 % 2, query block 2 q + i / 4 % 2). Thread 8 j + r
+  // addresses query 8 (2 q + j / 2) + r of block j: 8 keys (a 16-byte chunk, chunk index
+  // 2 warp + j % 2 XORed with query % 8 = r); store q adds 16 queries, 1024 elements.
   static_assert(Traits::kBlockM == 64 && Traits::kBlockN == 128, "the dS addressing below");
-  uint32_t ds_base = cute::cast_smem_ptr_to_uint(
-      storage.d_s.data() + consumer_warpgroup * (Traits::kBlockM * 64) + dq_lane % 4 * 2 * 64 + dq_lane / 4 +
-      ((2 * dq_warp) ^ (2 * (dq_lane % 4))) * 8);
-  auto ds_offset = [](int i) {
-    int v0 = i % 2, v1 = i / 2 % 2, v2 = i / 4;
-    return v2 * 8 * 64 + v0 * 64 + (v0 ^ v1) * 8;
-  };
+  int ds_matrix = dq_lane / 8, ds_row = dq_lane % 8;
+  uint32_t ds_base = cute::cast_smem_ptr_to_uint(storage.d_s.data() + consumer_warpgroup * (Traits::kBlockM * 64) +
+                                                 ds_matrix / 2 * 512 + ds_row * 64 +
+                                                 ((2 * dq_warp + ds_matrix % 2) ^ ds_row) * 8);
   // The warpgroup's barrier IDs from %tid.x at each use: kept live across the loop they
   // would be spilled at 240 registers.
   auto dq_barrier = [](BackwardBarrier base) {
     return static_cast<uint32_t>(base) + (fresh_thread_index() - Traits::kProducerThreads) / cutlass::NumThreadsPerWarpGroup;
   };
-  int tiles_done = 0;
 
   if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
   typename PipelineQ::PipelineState read;
+  // The query tiles of every head that shares the K/V head (a head counter counting down:
+  // the head itself is not needed here, and its bound would not fit in the registers).
 #pragma unroll 1
-  for (int head = first_head; head < first_head + group; ++head) {
+  for (int heads_left = group; heads_left > 0; --heads_left) {
 #pragma unroll 1
     for (int m_block = m_begin; m_block < m_end; ++m_block) {
       int stage = read.index();
@@ -304,24 +329,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Tensor acc_dp = partition_fragment_C(mma_dp, Shape<typename Traits::BlockN, typename Traits::BlockM>{});
       warpgroup_gemm</*kZeroInit=*/true>(mma_dp, tDPrV, tDPrDO(_, _, _, stage), acc_dp);
 
-      int query_base = m_block * Traits::kBlockM, key_base = n_block * Traits::kBlockN;
       float const* tile_lse = storage.lse_log2[stage];  // came with Q and dO
       float const* tile_dpsum = storage.dpsum[stage];
-      bool needs_mask = mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN);
-      auto visible = [&](int i) {
-        int key = key_base + get<0>(tScS(i)), query = query_base + get<1>(tScS(i));
-        return !needs_mask || (key >= mask.key_begin(query) && key < mask.key_end(query));
-      };
       // P^T = exp2(S^T * scale_log2 - LSE_log2): LSE_log2 is +inf past the query sequence and
       // for rows that saw no key (preprocess), so those columns are 0. dS^T = P^T (dP^T - dPsum).
+      // The mask is a second pass in the blocks that need it: inside the exponentials' loop its
+      // bounds cost instructions (and instruction cache) in every block.
       if (params.softcap_prescale == 0.f) {
         warpgroup_wait<1>();  // S^T: its exponentials run while dP^T is still on the tensor cores
         warpgroup_fence_operand(acc_s);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_s); ++i) {
-          float p = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
-          acc_s(i) = visible(i) ? p : 0.f;
+          acc_s(i) = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
         }
+        apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s);
         warpgroup_wait<0>();  // dP^T
         warpgroup_fence_operand(acc_dp);
         CUTLASS_PRAGMA_UNROLL
@@ -339,10 +360,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         for (int i = 0; i < size(acc_s); ++i) {
           int query = get<1>(tScS(i));
           float t = cutlass::fast_tanh(acc_s(i) * params.softcap_prescale);  // the forward's tanh
-          float p = visible(i) ? exp2f(t * params.scale_log2 - tile_lse[query]) : 0.f;
+          float p = exp2f(t * params.scale_log2 - tile_lse[query]);
           acc_s(i) = p;
           acc_dp(i) = p * (acc_dp(i) - tile_dpsum[query]) * (1.f - t * t);
         }
+        apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s, acc_dp);
       }
       // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
       Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
@@ -360,10 +382,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
       // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+      uint32_t const* ds_pairs = reinterpret_cast<uint32_t const*>(ds_t.data());  // the values' order (fragment.h)
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dp); ++i) {
-        Element ds = Element(acc_dp(i));
-        store_shared_16(ds_base + ds_offset(i) * sizeof(Element), reinterpret_cast<uint16_t const&>(ds));
+      for (int q = 0; q < Traits::kBlockM / 16; ++q) {
+        uint32_t pairs[4] = {ds_pairs[4 * q], ds_pairs[4 * q + 1], ds_pairs[4 * q + 2], ds_pairs[4 * q + 3]};
+        store_matrix_x4_transposed(ds_base + q * 1024 * sizeof(Element), pairs);
       }
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
@@ -374,21 +397,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       warpgroup_fence_operand(acc_dq);
       // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
       // has read this warpgroup's previous tile.
-      if (tiles_done > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
+      if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
         store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
       }
       cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
       cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
-      ++tiles_done;
       warpgroup_wait<0>();  // dK (it reads Q and dS^T)
       pipeline_q.consumer_release(read);
       pipeline_do.consumer_release(read);
       ++read;
     }
-
-  }  // the query heads
+  }
 
   // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
   auto epilogue_dv = mma_dv.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);

@@ -32,10 +32,13 @@ struct BackwardTraits {
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
-  // As the forward's: 24 + 2 x 240 <= 504 (168 a thread at launch for 384 threads). A
-  // consumer holds dK and dV (64 + 64 registers at d = 128), S^T and dP^T (32 + 32).
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
+  // As the forward's: producer + 2 x consumer <= 504 (168 a thread at launch for 384
+  // threads). A consumer holds dK and dV (64 + 64 registers at d = 128), S^T and dP^T
+  // (32 + 32); at d = 64 it needs far fewer, and the producer's loader and dQ writer get
+  // room to keep their loop state (at 24 some of it went to the stack).
+  static constexpr int kProducerRegisters = kHeadDim <= 64 ? 56 : 24;
+  static constexpr int kConsumerRegisters = kHeadDim <= 64 ? 224 : 240;
+  static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
   static_assert(kBlockM == 64, "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M");
   static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0, "dQ's columns split in two 32-multiple halves");
 
