@@ -52,6 +52,7 @@ struct BackwardCase {
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.f;
   bool sinks = false;
+  bool deterministic = false;
 };
 
 const BackwardCase kBackwardCases[] = {
@@ -66,6 +67,11 @@ const BackwardCase kBackwardCases[] = {
     {"seqlen_17", 3, 17, 17, 2, 2, true},          {"seqlen_127_129", 1, 127, 129, 2, 2, false},
     {"gqa4_window", 1, 333, 333, 8, 2, false, 100, 100},
     {"gqa8_causal", 1, 257, 257, 16, 2, true},     {"seqlen_4097_mqa", 1, 4097, 4097, 4, 1, true},
+    // Deterministic mode (its own order of the dQ sums) against the same reference.
+    {"deterministic_full", 2, 200, 300, 2, 2, false, -1, -1, 0.f, false, true},
+    {"deterministic_gqa_causal", 1, 700, 700, 4, 2, true, -1, -1, 0.f, false, true},
+    {"deterministic_more_keys", 1, 100, 333, 2, 2, true, -1, -1, 0.f, false, true},
+    {"deterministic_window", 1, 500, 500, 2, 2, false, 64, 16, 0.f, false, true},
 };
 
 // The sinks' gradient, -sum over rows of P_sink * rowsum(dO * O), two ways: against the same
@@ -169,6 +175,7 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   ASSERT_TRUE(status.ok()) << status.message();
   set_gradients(args, do_dev, dq_dev, dk_dev, dv_dev, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d);
   if (c.sinks) args.d_sink = d_sinks_dev.get();
+  args.deterministic = c.deterministic;
   auto workspace = attach_workspace(args);
   status = backward(args);
   ASSERT_TRUE(status.ok()) << status.message();
