@@ -8,10 +8,10 @@
 
 #include <cute/tensor.hpp>
 
+#include "kernels/attention/launch_common.h"
 #include "kernels/backward/kernel.h"
 #include "kernels/backward/prepost.h"
 #include "kernels/backward/traits.h"
-#include "kernels/forward/launch.h"
 #include "kernels/forward/problem.h"
 #include "warpflash/backward.h"
 
@@ -87,14 +87,9 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
     static std::atomic<uint64_t> configured{0};
     int device = 0;
     if (!(status = check_cuda(cudaGetDevice(&device), "cudaGetDevice")).ok()) return status;
-    uint64_t device_bit = device < 64 ? uint64_t(1) << device : 0;
-    if (!(configured.load(std::memory_order_relaxed) & device_bit)) {
-      status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               Traits::kSharedMemoryBytes),
-                          "cudaFuncSetAttribute(backward_kernel)");
-      if (!status.ok()) return status;
-      configured.fetch_or(device_bit, std::memory_order_relaxed);
-    }
+    status = opt_in_shared_memory(kernel, Traits::kSharedMemoryBytes, device, configured,
+                                  "cudaFuncSetAttribute(backward_kernel)");
+    if (!status.ok()) return status;
     dim3 grid(unsigned((shape.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN), unsigned(shape.heads_kv),
               unsigned(shape.batch));
     kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, f.stream>>>(params);

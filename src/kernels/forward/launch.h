@@ -7,9 +7,10 @@
 
 #include <cute/tensor.hpp>
 
+#include "kernels/attention/launch_common.h"
+#include "kernels/attention/split_combine.h"
 #include "kernels/forward/kernel.h"
 #include "kernels/forward/problem.h"
-#include "kernels/attention/split_combine.h"
 #include "kernels/forward/traits.h"
 #include "warpflash/forward.h"
 
@@ -17,38 +18,12 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-// A (seqlen, head_dim, heads, batch) view as TMA sees it, HeadDim wide; Element is const
-// for the inputs.
-template <class HeadDim, class Element>
-auto make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads, int64_t batch) {
-  auto layout = make_layout(
-      make_shape(static_cast<int>(seqlen), HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
-      make_stride(view.seqlen_stride, _1{}, view.head_stride, view.batch_stride));
-  return make_tensor(make_gmem_ptr(static_cast<Element*>(view.data)), layout);
-}
-
-inline Status check_cuda(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::Ok();
-  return Status::CudaError(std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
-}
-
 // K or V: SmemLayout's (block_n, head_dim) tiles, in a cluster multicast to both CTAs.
 template <class Traits, class SmemLayout, class GmemTensor>
 auto make_tma_copy_kv(GmemTensor const& gKV) {
   using HeadDim = std::decay_t<decltype(get<1>(gKV.shape()))>;
   return make_tma_copy(typename Traits::CopyOpKV{}, gKV, take<0, 2>(SmemLayout{}),
                        Shape<typename Traits::BlockN, HeadDim>{}, Int<Traits::kClusterM>{});
-}
-
-// A per-device constant (the SM count, how many clusters fit), queried on the first launch
-// on each device: query(value) sets it.
-template <class Query>
-Status cached_per_device(std::atomic<int> (&cache)[64], int device, int& value, Query&& query) {
-  value = device < 64 ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (value != 0) return Status::Ok();
-  Status status = query(value);
-  if (status.ok() && device < 64) cache[device].store(value, std::memory_order_relaxed);
-  return status;
 }
 
 // With a workspace, splits the last round of a non-causal launch along the keys
@@ -191,20 +166,13 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     else if constexpr (kLoops == kGeneralLoop) return forward_kernel<Traits, AttentionMask>;
     else return params.plain ? forward_kernel<Traits, CausalMask> : forward_kernel<Traits, AttentionMask>;
   }();
-  // The shared-memory opt-in is a per-device attribute of each kernel: set it once per device.
   static std::atomic<uint64_t> configured_devices[2] = {};
-  std::atomic<uint64_t>& configured = configured_devices[params.plain ? 0 : 1];
   int device = 0;
   Status status = check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (!status.ok()) return status;
-  uint64_t device_bit = device < 64 ? uint64_t(1) << device : 0;
-  if (!(configured.load(std::memory_order_relaxed) & device_bit)) {
-    status = check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             Traits::kSharedMemoryBytes),
-                        "cudaFuncSetAttribute(forward_kernel)");
-    if (!status.ok()) return status;
-    configured.fetch_or(device_bit, std::memory_order_relaxed);
-  }
+  status = opt_in_shared_memory(kernel, Traits::kSharedMemoryBytes, device, configured_devices[params.plain ? 0 : 1],
+                                "cudaFuncSetAttribute(forward_kernel)");
+  if (!status.ok()) return status;
   // Persistent grid: one CTA per SM (a CTA fills an SM's shared memory); the tile
   // scheduler deals the tiles out.
   static std::atomic<int> sm_count_of_device[64] = {};
