@@ -124,9 +124,14 @@ TEST(BackwardWorkspace, PaddedRowsAreAlignedAndDisjoint) {
         EXPECT_LE(end_of_previous, w.padded_rows) << block_m << " sequence " << b;
       }
       EXPECT_EQ(w.padded_rows % block_m, 0);
-      for (size_t offset : {w.dpsum, w.lse_log2, w.dq_accum, w.dq_semaphore, w.bytes}) EXPECT_EQ(offset % 16, 0u);
+      for (size_t offset : {w.dpsum, w.lse_log2, w.dq_accum, w.dq_semaphore, w.sink_partials, w.bytes}) {
+        EXPECT_EQ(offset % 16, 0u);
+      }
       EXPECT_EQ(w.lse_log2 - w.dpsum, (size_t(4 * w.padded_rows * 4) + 15) / 16 * 16);
       EXPECT_GE(w.dq_semaphore - w.dq_accum, size_t(4 * w.padded_rows * 128 * 4));
+      const size_t tiles = size_t(4 * w.padded_rows / block_m);  // one int / one float each
+      EXPECT_GE(w.sink_partials - w.dq_semaphore, tiles * sizeof(int));
+      EXPECT_GE(w.bytes - w.sink_partials, tiles * sizeof(float));
     }
     kernels::SequenceLengths dense{nullptr, nullptr, 100, 0};
     kernels::BackwardWorkspace w = kernels::BackwardWorkspace::plan(3, 100, false, 0, 8, 64, block_m);

@@ -143,7 +143,7 @@ TEST(Mask, QTilesOfAKeyBlockAreExact) {
 }
 
 // The backward's deterministic order (kernels/backward/kernel.h) waits, for query tile m,
-// for the K/V blocks n_block_begin(m) .. n - 1 before block n adds its dQ: it ends only if
+// for the K/V blocks n + 1 .. n_block_end(m) - 1 before block n adds its dQ: it ends only if
 // exactly the blocks [n_block_begin(m), n_block_end(m)) visit m, each once (a visiting block
 // is one whose m_block_begin(n) <= m < m_block_end(n)). Small tiles, so that every mask case
 // crosses many of them.

@@ -72,6 +72,7 @@ const BackwardCase kBackwardCases[] = {
     {"deterministic_gqa_causal", 1, 700, 700, 4, 2, true, -1, -1, 0.f, false, true},
     {"deterministic_more_keys", 1, 100, 333, 2, 2, true, -1, -1, 0.f, false, true},
     {"deterministic_window", 1, 500, 500, 2, 2, false, 64, 16, 0.f, false, true},
+    {"deterministic_sinks_gqa", 2, 200, 150, 4, 2, true, -1, -1, 0.f, true, true},
 };
 
 // The sinks' gradient, -sum over rows of P_sink * rowsum(dO * O), two ways: against the same

@@ -1,7 +1,7 @@
 """Gradients of flash_attn_func on a Hopper GPU: against autograd through the float64
 reference (FlashAttention's criterion: within 2x the error of the same reference run in
 the input dtype, plus a slack), GQA, masks, torch.compile(fullgraph=True) of forward and
-backward, and the cases the backward does not support yet."""
+backward, the deterministic mode (with the sinks' gradient)."""
 import pytest
 import torch
 
@@ -60,16 +60,6 @@ def test_compiled_training_step():
         torch.testing.assert_close(compiled.grad, direct.grad)
 
 
-def test_unsupported_cases_are_named():
-    skip_unless_compiled(128, torch.bfloat16)
-    q, k, v = random_qkv((1, 64, 64, 2, 2), 128, torch.bfloat16)
-    q.requires_grad_(True)
-    sink = torch.zeros(2, device="cuda", requires_grad=True)
-    out = flash_attn_func(q, k, v, deterministic=True, learnable_sink=sink)
-    with pytest.raises(ValueError, match="deterministic mode with learnable sinks is not supported yet"):
-        out.sum().backward()
-
-
 def test_deterministic_gradients_are_bitwise_identical():
     skip_unless_compiled(128, torch.bfloat16)
     q, k, v = random_qkv((2, 1000, 1000, 8, 2), 128, torch.bfloat16)
@@ -91,6 +81,23 @@ def test_sink_gradient():
     s2 = sink.double().clone().requires_grad_(True)
     attention_reference(q, k, v, 128 ** -0.5, True, sink=s2)[0].backward(d_out.double())
     torch.testing.assert_close(s1.grad.double(), s2.grad, atol=2e-2, rtol=2e-2)
+
+
+def test_deterministic_sink_gradient_is_bitwise_identical_and_matches():
+    skip_unless_compiled(128, torch.bfloat16)
+    q, k, v = random_qkv((2, 700, 700, 4, 2), 128, torch.bfloat16)
+    sink = torch.randn(4, device="cuda")
+    d_out = torch.randn_like(q)
+
+    def sink_gradient(deterministic):
+        s = sink.clone().requires_grad_(True)
+        flash_attn_func(q, k, v, causal=True, learnable_sink=s, deterministic=deterministic).backward(d_out)
+        return s.grad
+
+    first = sink_gradient(True)
+    for _ in range(4):
+        assert torch.equal(sink_gradient(True), first)
+    torch.testing.assert_close(first, sink_gradient(False), atol=1e-3, rtol=1e-4)
 
 
 def test_varlen_gradients_match_per_sequence():

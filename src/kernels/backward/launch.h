@@ -28,13 +28,6 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
   using Input = Element const;
   ForwardArgs const& f = args.forward;
   AttentionShape const& shape = f.shape;
-  // The sinks' gradient is summed with atomics in any order (prepost.cu).
-  const char* unsupported =
-      args.deterministic && f.learnable_sink != nullptr ? "deterministic mode with learnable sinks" : nullptr;
-  if (unsupported != nullptr) {
-    return Status::NotSupported(std::string("warpflash::backward: ") + unsupported + " is not supported yet");
-  }
-
   BackwardPrepostParams prepost = backward_prepost_params(args, softmax_scale);
   Status status;
   if (args.d_sink != nullptr) {  // the preprocess adds each query tile's share

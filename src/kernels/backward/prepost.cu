@@ -85,7 +85,18 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
       if (p.sinks != nullptr && inside) d_sink -= __expf(sink - row_lse) * sum;
     }
   }
-  if (p.sinks != nullptr && lane == 0 && d_sink != 0.f) atomicAdd(p.d_sink + head, d_sink);
+  if (p.sinks != nullptr && p.deterministic) {  // the warps' shares in order, one share a tile
+    __shared__ float warp_shares[kWarps];
+    if (lane == 0) warp_shares[warp] = d_sink;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float share = 0.f;
+      for (int i = 0; i < kWarps; ++i) share += warp_shares[i];
+      reinterpret_cast<float*>(p.workspace_base + w.sink_partials)[head_row / w.block_m] = share;
+    }
+  } else if (p.sinks != nullptr && lane == 0 && d_sink != 0.f) {
+    atomicAdd(p.d_sink + head, d_sink);
+  }
   float4* accumulator = reinterpret_cast<float4*>(reinterpret_cast<float*>(p.workspace_base + w.dq_accum) +
                                                   head_row * w.head_dim);
   for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);
@@ -95,9 +106,29 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
   }
 }
 
+// Deterministic mode: d_sink[head] = the sum of the preprocess's shares of the head's query
+// tiles, sequence by sequence, in a fixed order (each lane a fixed subset, then a fixed tree).
+__device__ void sum_sink_shares(BackwardPrepostParams const& p, int head) {
+  BackwardWorkspace const& w = p.workspace;
+  float const* shares = reinterpret_cast<float const*>(p.workspace_base + w.sink_partials);
+  int lane = threadIdx.x;
+  float sum = 0.f;
+  for (int b = 0; b < p.batch; ++b) {
+    int64_t first_tile = w.head_first_row(p.seq_q, b, head) / w.block_m;
+    int64_t tiles = BackwardWorkspace::round_up(p.seq_q.of(b).length, w.block_m) / w.block_m;
+    for (int64_t t = lane; t < tiles; t += 32) sum += shares[first_tile + t];
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (lane == 0) p.d_sink[head] = sum;
+}
+
 // dQ = softmax_scale * accumulator for the tile's rows of its sequence; 4 columns a thread.
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(BackwardPrepostParams const p) {
+  if (p.sinks != nullptr && p.deterministic && blockIdx.x == 0 && blockIdx.z == 0 && threadIdx.x < 32) {
+    sum_sink_shares(p, blockIdx.y);
+  }
   TileRows rows;
   if (!tile_rows(p, rows)) return;
   int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);

@@ -26,9 +26,12 @@ struct BackwardPrepostParams {
   int batch, heads, head_dim, head_dim_v;
   float softmax_scale;          // postprocess: dQ = scale * accumulator
   // Learnable sinks (may be null): preprocess adds -sum_rows exp(sink - LSE) * dPsum into
-  // d_sink (zeroed before it), the gradient of each query head's sink logit.
+  // d_sink (zeroed before it), the gradient of each query head's sink logit; deterministic:
+  // it writes each query tile's share to the workspace, and the postprocess sums them in
+  // order into d_sink.
   float const* sinks;
   float* d_sink;
+  bool deterministic;
   BackwardWorkspace workspace;
   char* workspace_base;
 };
@@ -62,6 +65,7 @@ inline BackwardPrepostParams backward_prepost_params(BackwardArgs const& args, f
       softmax_scale,
       f.learnable_sink,
       args.d_sink,
+      args.deterministic,
       backward_workspace(args),
       static_cast<char*>(args.workspace),
   };

@@ -24,6 +24,8 @@ struct BackwardWorkspace {
   size_t lse_log2 = 0;       // fp32 (heads, padded_rows): LSE * log2(e), +inf past a sequence
   size_t dq_accum = 0;       // fp32 (heads, padded_rows, head_dim): dQ / softmax_scale, summed
   size_t dq_semaphore = 0;   // int32 (heads, padded_rows / block_m): deterministic order of the sums
+  size_t sink_partials = 0;  // fp32 (heads, padded_rows / block_m): each query tile's share of d_sink
+                             // (deterministic mode), summed in a fixed order by the postprocess
   size_t bytes = 0;          // the whole workspace
 
   // Host side. packed: cu_seqlens_q gives the sequences, total_q rows; otherwise batch
@@ -46,7 +48,9 @@ struct BackwardWorkspace {
     w.dpsum = take(per_head_floats * sizeof(float));
     w.lse_log2 = take(per_head_floats * sizeof(float));
     w.dq_accum = take(per_head_floats * static_cast<size_t>(head_dim) * sizeof(float));
-    w.dq_semaphore = take(static_cast<size_t>(heads) * static_cast<size_t>(w.padded_rows / block_m) * sizeof(int));
+    size_t tiles = static_cast<size_t>(heads) * static_cast<size_t>(w.padded_rows / block_m);
+    w.dq_semaphore = take(tiles * sizeof(int));
+    w.sink_partials = take(tiles * sizeof(float));
     w.bytes = offset;
     return w;
   }
