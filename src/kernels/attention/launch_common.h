@@ -1,5 +1,5 @@
-// Host-side pieces every kernel's launch uses: a CUDA call's status, TMA's view of an
-// attention tensor, per-device caches and the shared-memory opt-in.
+// Host-side pieces every kernel's launch uses: TMA's view of an attention tensor, per-device
+// caches and the shared-memory opt-in (and check_cuda.h).
 #pragma once
 
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <cute/tensor.hpp>
 
+#include "kernels/attention/check_cuda.h"
 #include "warpflash/status.h"
 #include "warpflash/tensor.h"
 
@@ -24,11 +25,6 @@ auto make_gmem_tensor(TensorView4d const& view, int64_t seqlen, int64_t heads, i
       make_shape(static_cast<int>(seqlen), HeadDim{}, static_cast<int>(heads), static_cast<int>(batch)),
       make_stride(view.seqlen_stride, _1{}, view.head_stride, view.batch_stride));
   return make_tensor(make_gmem_ptr(static_cast<Element*>(view.data)), layout);
-}
-
-inline Status check_cuda(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return Status::Ok();
-  return Status::CudaError(std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
 }
 
 // A per-device constant (the SM count, how many clusters fit), queried on the first launch

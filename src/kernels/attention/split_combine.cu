@@ -3,9 +3,10 @@
 #include "kernels/attention/split_combine.h"
 
 #include <cmath>
-#include <string>
 
 #include <cutlass/numeric_types.h>
+
+#include "kernels/attention/check_cuda.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -76,10 +77,7 @@ Status launch_split_combine(SplitCombineParams const& params, cudaStream_t strea
   dim3 grid(unsigned(split.units << split.cluster_shift), unsigned(params.block_m / kRowsPerCta));
   dim3 block(unsigned(params.head_dim / kColumnsPerThread), unsigned(kRowsPerCta));
   split_combine_kernel<Element><<<grid, block, 0, stream>>>(params);
-  cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess) return Status::Ok();
-  return Status::CudaError(std::string("split_combine_kernel launch: ") + cudaGetErrorName(error) + " (" +
-                           cudaGetErrorString(error) + ")");
+  return check_cuda(cudaGetLastError(), "split_combine_kernel launch");
 }
 
 template Status launch_split_combine<cutlass::bfloat16_t>(SplitCombineParams const&, cudaStream_t);

@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/attention/check_cuda.h"
+
 namespace warpflash::kernels {
 namespace {
 
@@ -153,10 +155,7 @@ Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream
   int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, block_m) / block_m);
   if (m_blocks == 0 || p.batch == 0) return Status::Ok();
   kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, 0, stream>>>(p);
-  cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess) return Status::Ok();
-  return Status::CudaError(std::string(name) + " launch: " + cudaGetErrorName(error) + " (" +
-                           cudaGetErrorString(error) + ")");
+  return check_cuda(cudaGetLastError(), (std::string(name) + " launch").c_str());
 }
 
 }  // namespace
