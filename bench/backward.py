@@ -117,7 +117,7 @@ def run_llama(torch, peers, args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--head-dims", type=int_list, default=[64, 128])
+    p.add_argument("--head-dims", type=int_list, default=[64, 128, 256])
     p.add_argument("--seqlens", type=int_list, default=[1024, 2048, 4096, 8192, 16384])
     p.add_argument("--causal", choices=["both", "0", "1"], default="both")
     p.add_argument("--dtypes", type=name_list(["bf16", "fp16"], "dtype"), default=["bf16"])

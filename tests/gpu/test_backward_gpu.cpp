@@ -1,7 +1,7 @@
 // The backward pass against the double-precision reference (FlashAttention's criterion:
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
-// small slack), with O and LSE from warpflash's own forward as in training. d = 64 and 128, dense
-// batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
+// small slack), with O and LSE from warpflash's own forward as in training. d = 64, 128 and
+// 256, dense batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
 // GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks and their gradient, lengths 1, 17,
 // 127 against 129, 1000 and 4097.
 #include <algorithm>
@@ -217,13 +217,24 @@ TEST_P(BackwardGpuTest, MatchesReference) {
 
 // Packed sequences (FlashAttention's varlen layout) with an empty one and lengths around the
 // tiles, causal, GQA: each sequence's gradients against the reference of that sequence alone.
-TEST(BackwardVarlenGpu, MatchesReferencePerSequence) {
+// Skips the test unless the build has the head dim (BF16).
+#define SKIP_UNLESS_COMPILED(d)                                                          \
+  do {                                                                                   \
+    std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);                    \
+    if (std::find(compiled.begin(), compiled.end(), (d)) == compiled.end()) {            \
+      GTEST_SKIP() << "d = " << (d) << " not compiled";                                  \
+    }                                                                                    \
+  } while (false)
+
+class BackwardVarlenGpu : public ::testing::TestWithParam<int> {};  // head dim
+
+TEST_P(BackwardVarlenGpu, MatchesReferencePerSequence) {
   WARPFLASH_REQUIRE_HOPPER();
-  std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);
-  if (std::find(compiled.begin(), compiled.end(), 128) == compiled.end()) GTEST_SKIP() << "d = 128 not compiled";
+  const int64_t d = GetParam();
+  SKIP_UNLESS_COMPILED(d);
   const DType dtype = DType::kBFloat16;
   const std::vector<int> lengths_q = {100, 0, 257, 64, 129}, lengths_k = {100, 0, 300, 1, 129};
-  const int64_t heads_q = 4, heads_kv = 2, d = 128, batch = static_cast<int64_t>(lengths_q.size());
+  const int64_t heads_q = 4, heads_kv = 2, batch = static_cast<int64_t>(lengths_q.size());
   std::vector<int> cu_q(1, 0), cu_k(1, 0);
   for (int64_t b = 0; b < batch; ++b) {
     cu_q.push_back(cu_q.back() + lengths_q[b]);
@@ -306,11 +317,13 @@ TEST(BackwardVarlenGpu, MatchesReferencePerSequence) {
 }
 
 // deterministic = true: dQ (the only sum over CTAs) bitwise identical over runs.
-TEST(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
+class BackwardDeterministicGpu : public ::testing::TestWithParam<int> {};  // head dim
+
+TEST_P(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
   WARPFLASH_REQUIRE_HOPPER();
-  std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);
-  if (std::find(compiled.begin(), compiled.end(), 128) == compiled.end()) GTEST_SKIP() << "d = 128 not compiled";
-  const int64_t batch = 2, seqlen = 1000, heads_q = 8, heads_kv = 2, d = 128;
+  const int64_t d = GetParam();
+  SKIP_UNLESS_COMPILED(d);
+  const int64_t batch = 2, seqlen = 1000, heads_q = 8, heads_kv = 2;
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.f, 1.f);
   auto random_bits = [&](int64_t count) {
@@ -363,8 +376,12 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Backward, BackwardGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
-                                            ::testing::Values(64, 128), ::testing::ValuesIn(kBackwardCases)),
+                                            ::testing::Values(64, 128, 256), ::testing::ValuesIn(kBackwardCases)),
                          param_name);
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardVarlenGpu, ::testing::Values(64, 128, 256),
+                         ::testing::PrintToStringParamName());
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardDeterministicGpu, ::testing::Values(64, 128, 256),
+                         ::testing::PrintToStringParamName());
 
 }  // namespace
 }  // namespace warpflash

@@ -20,7 +20,7 @@ def gradients(fn, q, k, v, d_out):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
 @pytest.mark.parametrize("shape,causal,window", [
     ((2, 256, 256, 4, 4), False, (-1, -1)), ((2, 256, 256, 4, 4), True, (-1, -1)),
     ((1, 300, 500, 8, 2), True, (-1, -1)), ((1, 129, 77, 4, 1), False, (-1, -1)),
@@ -60,9 +60,10 @@ def test_compiled_training_step():
         torch.testing.assert_close(compiled.grad, direct.grad)
 
 
-def test_deterministic_gradients_are_bitwise_identical():
-    skip_unless_compiled(128, torch.bfloat16)
-    q, k, v = random_qkv((2, 1000, 1000, 8, 2), 128, torch.bfloat16)
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_deterministic_gradients_are_bitwise_identical(head_dim):
+    skip_unless_compiled(head_dim, torch.bfloat16)
+    q, k, v = random_qkv((2, 1000, 1000, 8, 2), head_dim, torch.bfloat16)
     d_out = torch.randn_like(q)
     first = gradients(lambda q, k, v: flash_attn_func(q, k, v, causal=True, deterministic=True), q, k, v, d_out)
     for _ in range(5):

@@ -303,24 +303,61 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
   };
   // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
-  // rows first) with transposing matrix stores: value i holds key 64 wg + 16 warp + lane / 4
-  // + 8 (i / 2 % 2) and query 8 (i / 4) + 2 (lane % 4) + i % 2, so the pairs 8 q + 2 j of store
-  // q are the 8 x 8 blocks j = (key half i / 2 % 2, query block 2 q + i / 4 % 2). Thread 8 j + r
-  // addresses query 8 (2 q + j / 2) + r of block j: 8 keys (a 16-byte chunk, chunk index
-  // 2 warp + j % 2 XORed with query % 8 = r); store q adds 16 queries, 1024 elements.
-  static_assert(Traits::kBlockM == 64 && Traits::kBlockN == 128, "the dS addressing below");
+  // rows first) with transposing matrix stores: value i holds key 16 warp + lane / 4 +
+  // 8 (i / 2 % 2) of the warpgroup's keys and query 8 (i / 4) + 2 (lane % 4) + i % 2 of its
+  // queries, so the pairs 8 q + 2 j of store q are the 8 x 8 blocks j = (key half i / 2 % 2,
+  // query block 2 q + i / 4 % 2). Thread 8 j + r addresses query 8 (2 q + j / 2) + r of block
+  // j: 8 keys (a 16-byte chunk, chunk index 2 warp + j % 2 XORed with query % 8 = r); store q
+  // adds 16 queries, 1024 elements. A warpgroup's keys (narrow: 64 wg + ..., the second
+  // column of atoms) or queries (wide: 32 wg + ..., four rows of atoms further) start at
+  // kDsWarpgroupOffset; the wide form writes P^T into P the same way.
+  static_assert(Traits::kBlockM == 64 && Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128),
+                "the dS addressing below");
+  constexpr int kDsWarpgroupOffset = Traits::kSplitHeadDim ? Traits::kBlockM / 2 * 64 : Traits::kBlockM * 64;
+  constexpr int kDsStores = Traits::ScoreColumns::value / 16;
   int ds_matrix = dq_lane / 8, ds_row = dq_lane % 8;
-  uint32_t ds_base = cute::cast_smem_ptr_to_uint(storage.d_s.data() + consumer_warpgroup * (Traits::kBlockM * 64) +
+  uint32_t ds_base = cute::cast_smem_ptr_to_uint(storage.d_s.data() + consumer_warpgroup * kDsWarpgroupOffset +
                                                  ds_matrix / 2 * 512 + ds_row * 64 +
                                                  ((2 * dq_warp + ds_matrix % 2) ^ ds_row) * 8);
+  auto store_transposed = [](uint32_t base, auto const& fragment) {
+    uint32_t const* pairs = reinterpret_cast<uint32_t const*>(fragment.data());  // the values' order (fragment.h)
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < kDsStores; ++q) {
+      uint32_t four[4] = {pairs[4 * q], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]};
+      store_matrix_x4_transposed(base + q * 1024 * sizeof(Element), four);
+    }
+  };
   // The warpgroup's barrier IDs from %tid.x at each use: kept live across the loop they
   // would be spilled at 240 registers.
   auto dq_barrier = [](BackwardBarrier base) {
     return static_cast<uint32_t>(base) + (fresh_thread_index() - Traits::kProducerThreads) / cutlass::NumThreadsPerWarpGroup;
   };
+  typename PipelineQ::PipelineState read;
+  // dQ through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
+  // has read this warpgroup's previous tile.
+  auto hand_off_dq = [&](auto const& acc_dq) {
+    if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
+      store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
+    }
+    cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+    cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
+  };
+  // The wide form's P^T and dS^T operands: their tiles in shared memory, read transposed.
+  auto [tDVrPt, tDKrDSt] = [&] {
+    if constexpr (Traits::kSplitHeadDim) {
+      return cute::make_tuple(
+          thr_dv.partition_fragment_A(
+              make_tensor(make_smem_ptr(storage.p.data()), typename Traits::SmemLayoutDSt{})),
+          thr_dk.partition_fragment_A(
+              make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDSt{})));
+    } else {
+      return cute::make_tuple(0, 0);
+    }
+  }();
 
   if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
-  typename PipelineQ::PipelineState read;
   // The query tiles of every head that shares the K/V head (a head counter counting down:
   // the head itself is not needed here, and its bound would not fit in the registers).
 #pragma unroll 1
@@ -372,47 +409,58 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
         apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s, acc_dp);
       }
-      // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
-      Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
-      Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
-      {
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      if constexpr (!Traits::kSplitHeadDim) {
+        // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
+        Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
+        Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
+        {
+          Tensor p_converted = convert_fragment<Element>(acc_s);
+          Tensor ds_converted = convert_fragment<Element>(acc_dp);
+          CUTLASS_PRAGMA_UNROLL
+          for (int i = 0; i < size(p_t); ++i) {
+            p_t(i) = p_converted(i);
+            ds_t(i) = ds_converted(i);
+          }
+        }
+        warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
+
+        // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+        store_transposed(ds_base, ds_t);
+        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
+        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+        warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
+        warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
+        warpgroup_fence_operand(acc_dq);
+        hand_off_dq(acc_dq);
+        warpgroup_wait<0>();  // dK (it reads Q and dS^T)
+        pipeline_q.consumer_release(read);
+        pipeline_do.consumer_release(read);
+      } else {
+        // P^T and dS^T to shared memory (every warpgroup reads both warpgroups' queries; the
+        // previous tile's GEMMs must have read them), then dK, dV and dQ, each single-stage
+        // Q and dO tile released as soon as its last GEMM is done so that the next one loads
+        // under the rest.
         Tensor p_converted = convert_fragment<Element>(acc_s);
         Tensor ds_converted = convert_fragment<Element>(acc_dp);
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(p_t); ++i) {
-          p_t(i) = p_converted(i);
-          ds_t(i) = ds_converted(i);
-        }
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+        store_transposed(ds_base, ds_converted);
+        store_transposed(ds_base + uint32_t((storage.p.data() - storage.d_s.data()) * sizeof(Element)), p_converted);
+        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
+        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
+        warpgroup_gemm</*kZeroInit=*/false>(mma_dk, tDKrDSt, tDKrQt(_, _, _, stage), acc_dk);
+        warpgroup_gemm</*kZeroInit=*/false>(mma_dv, tDVrPt, tDVrDOt(_, _, _, stage), acc_dv);
+        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+        warpgroup_wait<2>();  // dK: Q is read
+        pipeline_q.consumer_release(read);
+        warpgroup_wait<1>();  // dV: dO is read
+        pipeline_do.consumer_release(read);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_dq);
+        hand_off_dq(acc_dq);
       }
-      warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
-
-      // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
-      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
-      uint32_t const* ds_pairs = reinterpret_cast<uint32_t const*>(ds_t.data());  // the values' order (fragment.h)
-      CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < Traits::kBlockM / 16; ++q) {
-        uint32_t pairs[4] = {ds_pairs[4 * q], ds_pairs[4 * q + 1], ds_pairs[4 * q + 2], ds_pairs[4 * q + 3]};
-        store_matrix_x4_transposed(ds_base + q * 1024 * sizeof(Element), pairs);
-      }
-      cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
-      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
-      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
-      warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
-      warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
-      warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
-      warpgroup_fence_operand(acc_dq);
-      // Through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
-      // has read this warpgroup's previous tile.
-      if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
-        store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
-      }
-      cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
-      cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
-      warpgroup_wait<0>();  // dK (it reads Q and dS^T)
-      pipeline_q.consumer_release(read);
-      pipeline_do.consumer_release(read);
       ++read;
     }
   }

@@ -1,8 +1,10 @@
 // Compile-time description of the main backward kernel (dtype, head dims): tiles,
 // shared-memory layouts, WGMMA shapes, TMA copy types and the kernel's parameters.
 // FlashAttention-3's form (docs/backward-plan.md): one CTA per K/V block of kBlockN keys,
-// two consumer warpgroups that each own kBlockN / 2 of its keys, query tiles of kBlockM
-// rows walked in order.
+// query tiles of kBlockM rows walked in order, two consumer warpgroups that split either
+// the block's keys (d <= 128: P^T and dS^T feed dV and dK from registers) or the head dim
+// of dK, dV and dQ and the queries of S^T and dP^T (kSplitHeadDim, d = 256: P^T and dS^T
+// go through shared memory).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -25,9 +27,12 @@ struct BackwardTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
+  static constexpr bool kSplitHeadDim = backward_splits_head_dim(kHeadDim);
   static constexpr int kBlockM = backward_block_m(kHeadDim);  // query rows per step
-  static constexpr int kBlockN = 128;                         // keys per CTA
-  static constexpr int kStages = 2;                           // Q and dO tiles in flight
+  static constexpr int kBlockN = backward_block_n(kHeadDim);  // keys per CTA
+  // Q and dO tiles in flight: at d = 256 one of each (with K, V, P, dS and the fp32 dQ tile
+  // that is 208 KB; FlashAttention-4's choice), released as soon as their GEMMs are done.
+  static constexpr int kStages = kSplitHeadDim ? 1 : 2;
   static constexpr int kConsumerWarpgroups = 2;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
@@ -41,6 +46,8 @@ struct BackwardTraits {
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
   static_assert(kBlockM == 64, "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M");
   static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0, "dQ's columns split in two 32-multiple halves");
+  static_assert(!kSplitHeadDim || (kHeadDim % 128 == 0 && kHeadDimV % 128 == 0 && kBlockN == 64),
+                "the warpgroups' halves of the head dim start at a 64-column swizzle atom; S^T has 64 keys");
 
   using BlockM = Int<kBlockM>;
   using BlockN = Int<kBlockN>;
@@ -48,27 +55,38 @@ struct BackwardTraits {
   using HeadDimV = Int<kHeadDimV>;
   using Stages = Int<kStages>;
 
-  // The consumer warpgroups stack along the keys (M of S^T, dP^T, dK, dV).
+  // Narrow form: the consumer warpgroups stack along the keys (M of S^T, dP^T, dK, dV).
+  // Wide form (kSplitHeadDim): along the queries of S^T and dP^T (their N) and the head dim
+  // of dK and dV (their N).
   using KeyWarpgroups = Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;
+  using ColumnWarpgroups = Layout<Shape<_1, Int<kConsumerWarpgroups>, _1>>;
+  using ScoreWarpgroups = std::conditional_t<kSplitHeadDim, ColumnWarpgroups, KeyWarpgroups>;
+  using ScoreColumns = Int<kSplitHeadDim ? kBlockM / kConsumerWarpgroups : kBlockM>;
   // S^T = K Q^T and dP^T = V dO^T: all operands K-major in shared memory.
   using TiledMmaS = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockM, HeadDim>>(), KeyWarpgroups{}));
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, ScoreColumns, HeadDim>>(), ScoreWarpgroups{}));
   using TiledMmaDP = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockM, HeadDimV>>(), KeyWarpgroups{}));
-  // dV += P^T dO and dK += dS^T Q: P^T and dS^T from registers (the S^T accumulator's
-  // layout), dO and Q read transposed (MN-major) from their row-major tiles.
-  using TiledMmaDV = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDimV, BlockM>, GMMA::Major::K, GMMA::Major::MN>(),
-      KeyWarpgroups{}));
-  using TiledMmaDK = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDim, BlockM>, GMMA::Major::K, GMMA::Major::MN>(),
-      KeyWarpgroups{}));
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, ScoreColumns, HeadDimV>>(), ScoreWarpgroups{}));
+  // dV += P^T dO and dK += dS^T Q, dO and Q read transposed (MN-major) from their row-major
+  // tiles. Narrow: P^T and dS^T from registers (the S^T accumulator's layout). Wide: from
+  // their (query, key) tiles in shared memory, read transposed, each warpgroup half the
+  // head dim.
+  template <int kDim>
+  using DkDvAtom = std::conditional_t<
+      kSplitHeadDim,
+      decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDim / kConsumerWarpgroups>, BlockM>,
+                                    GMMA::Major::MN, GMMA::Major::MN>()),
+      decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kDim>, BlockM>, GMMA::Major::K,
+                                    GMMA::Major::MN>())>;
+  using DkDvWarpgroups = std::conditional_t<kSplitHeadDim, ColumnWarpgroups, KeyWarpgroups>;
+  using TiledMmaDV = decltype(make_tiled_mma(DkDvAtom<kHeadDimV>{}, DkDvWarpgroups{}));
+  using TiledMmaDK = decltype(make_tiled_mma(DkDvAtom<kHeadDim>{}, DkDvWarpgroups{}));
   // dQ = dS K: a contraction over all kBlockN keys, so dS goes through shared memory; the
   // warpgroups split dQ's columns.
   using TiledMmaDQ = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim / 2>, BlockN>, GMMA::Major::K,
                            GMMA::Major::MN>(),
-      Layout<Shape<_1, Int<kConsumerWarpgroups>, _1>>{}));
+      ColumnWarpgroups{}));
 
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDim>{}, Shape<BlockM, HeadDim, Stages>{}));
   using SmemLayoutDO = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDimV>{}, Shape<BlockM, HeadDimV, Stages>{}));
@@ -85,6 +103,10 @@ struct BackwardTraits {
       SmemLayoutDO{}, make_ordered_layout(Shape<HeadDimV, BlockM, Stages>{}, Step<_2, _1, _3>{})));
   using SmemLayoutKt =
       decltype(composition(SmemLayoutK{}, make_ordered_layout(Shape<HeadDim, BlockN>{}, Step<_2, _1>{})));
+  // Wide form: P (queries, keys) in dS's layout, and both seen as (keys, queries): P^T and
+  // dS^T as the dV and dK GEMMs' MN-major A.
+  using SmemLayoutDSt =
+      decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
   // Each consumer warpgroup's columns of dQ in fp32, for the TMA reduce-add into the
   // workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are conflict-free).
@@ -108,6 +130,10 @@ struct BackwardTraits {
     alignas(16) uint64_t barrier_kv;  // K and V: loaded once per CTA
     typename PipelineQ::SharedStorage pipeline_q;
     typename PipelineQ::SharedStorage pipeline_do;
+    // The wide form's P, in dS's layout (last: the narrow form's offsets do not move).
+    std::conditional_t<kSplitHeadDim, cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>, 1024>,
+                       cute::array<Element, 0>>
+        p;
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
