@@ -1,9 +1,9 @@
 // The backward pass against the double-precision reference (FlashAttention's criterion:
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
-// small slack), with O and LSE from warpflash's own forward as in training. d = 64, 128 and
-// 256, dense batches: causal and not, seqlen_q != seqlen_k, rows that see no key, a sliding window,
-// GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks and their gradient, lengths 1, 17,
-// 127 against 129, 1000 and 4097.
+// small slack), with O and LSE from warpflash's own forward as in training. d = 64, 128,
+// 192, (192, 128) and 256, dense batches: causal and not, seqlen_q != seqlen_k, rows that
+// see no key, a sliding window, GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks and
+// their gradient, lengths 1, 17, 127 against 129, 1000 and 4097.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "common/test_seed.h"
 #include "reference/attention_reference.h"
@@ -32,11 +33,12 @@ using testing::to_bits;
 // backward() asks for (kept alive by the returned buffer).
 void set_gradients(BackwardArgs& args, const DeviceBuffer<uint16_t>& d_o, const DeviceBuffer<uint16_t>& d_q,
                    const DeviceBuffer<uint16_t>& d_k, const DeviceBuffer<uint16_t>& d_v, int64_t rows_q,
-                   int64_t rows_k, int64_t heads_q, int64_t heads_kv, int64_t d) {
-  args.d_o = contiguous_view(d_o.get(), rows_q, heads_q, d);
+                   int64_t rows_k, int64_t heads_q, int64_t heads_kv, int64_t d, int64_t d_v_dim = 0) {
+  const int64_t dv = d_v_dim != 0 ? d_v_dim : d;
+  args.d_o = contiguous_view(d_o.get(), rows_q, heads_q, dv);
   args.d_q = contiguous_view(d_q.get(), rows_q, heads_q, d);
   args.d_k = contiguous_view(d_k.get(), rows_k, heads_kv, d);
-  args.d_v = contiguous_view(d_v.get(), rows_k, heads_kv, d);
+  args.d_v = contiguous_view(d_v.get(), rows_k, heads_kv, dv);
 }
 std::unique_ptr<DeviceBuffer<uint8_t>> attach_workspace(BackwardArgs& args) {
   auto workspace = std::make_unique<DeviceBuffer<uint8_t>>(backward_workspace_bytes(args));
@@ -111,16 +113,18 @@ void check_sink_gradient(const reference::Problem& p, DType dtype, const std::ve
   }
 }
 
-using Param = std::tuple<DType, int, BackwardCase>;  // dtype, head dim, case
+// The head dims the backward has kernels for (a build may leave some out: skipped).
+const HeadDims kBackwardHeadDims[] = {{64, 64}, {128, 128}, {192, 192}, {192, 128}, {256, 256}};
+
+using Param = std::tuple<DType, HeadDims, BackwardCase>;  // dtype, head dims (Q/K, V), case
 class BackwardGpuTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(BackwardGpuTest, MatchesReference) {
   WARPFLASH_REQUIRE_HOPPER();
-  auto [dtype, head_dim, c] = GetParam();
-  const int64_t d = head_dim;
-  std::vector<int> compiled = compiled_head_dims(dtype);
-  if (std::find(compiled.begin(), compiled.end(), d) == compiled.end()) {
-    GTEST_SKIP() << "d = " << d << " not compiled for " << dtype_name(dtype);
+  auto [dtype, dims, c] = GetParam();
+  const int64_t d = dims.qk, dv = dims.v;
+  if (!testing::is_compiled(dtype, dims)) {
+    GTEST_SKIP() << testing::head_dims_name(dims) << " not compiled for " << dtype_name(dtype);
   }
   const uint32_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
@@ -128,6 +132,7 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   std::normal_distribution<float> normal(0.f, 1.f);
   reference::Problem p{c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d, 1.0 / std::sqrt(double(d)),
                        c.causal};
+  p.head_dim_v = dv;
   p.window_left = c.window_left;
   p.window_right = c.window_right;
   p.softcap = c.softcap;
@@ -161,11 +166,11 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   BackwardArgs args;
   ForwardArgs& f = args.forward;
   f.dtype = dtype;
-  f.shape = {c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d};
+  f.shape = {c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d, dv};
   f.q = contiguous_view(q_dev.get(), c.seqlen_q, c.heads_q, d);
   f.k = contiguous_view(k_dev.get(), c.seqlen_k, c.heads_kv, d);
-  f.v = contiguous_view(v_dev.get(), c.seqlen_k, c.heads_kv, d);
-  f.o = contiguous_view(o_dev.get(), c.seqlen_q, c.heads_q, d);
+  f.v = contiguous_view(v_dev.get(), c.seqlen_k, c.heads_kv, dv);
+  f.o = contiguous_view(o_dev.get(), c.seqlen_q, c.heads_q, dv);
   f.lse = lse_dev.get();
   f.causal = c.causal;
   f.window_left = c.window_left;
@@ -174,7 +179,7 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   if (c.sinks) f.learnable_sink = sinks_dev.get();
   Status status = forward(f);
   ASSERT_TRUE(status.ok()) << status.message();
-  set_gradients(args, do_dev, dq_dev, dk_dev, dv_dev, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d);
+  set_gradients(args, do_dev, dq_dev, dk_dev, dv_dev, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv, d, dv);
   if (c.sinks) args.d_sink = d_sinks_dev.get();
   args.deterministic = c.deterministic;
   auto workspace = attach_workspace(args);
@@ -368,19 +373,19 @@ TEST_P(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  auto [dtype, head_dim, c] = info.param;
+  auto [dtype, dims, c] = info.param;
   std::ostringstream name;
-  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_d" << head_dim << "_" << c.name;
+  name << (dtype == DType::kBFloat16 ? "bf16" : "fp16") << "_" << testing::head_dims_name(dims) << "_" << c.name;
   return name.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backward, BackwardGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
-                                            ::testing::Values(64, 128, 256), ::testing::ValuesIn(kBackwardCases)),
+                                            ::testing::ValuesIn(kBackwardHeadDims), ::testing::ValuesIn(kBackwardCases)),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Backward, BackwardVarlenGpu, ::testing::Values(64, 128, 256),
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardVarlenGpu, ::testing::Values(64, 128, 192, 256),
                          ::testing::PrintToStringParamName());
-INSTANTIATE_TEST_SUITE_P(Backward, BackwardDeterministicGpu, ::testing::Values(64, 128, 256),
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardDeterministicGpu, ::testing::Values(64, 128, 192, 256),
                          ::testing::PrintToStringParamName());
 
 }  // namespace

@@ -183,6 +183,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   pipeline_params.num_consumers = Traits::kConsumerThreads;
   pipeline_params.transaction_bytes = Traits::kBytesQ + Traits::kBytesStats;
   PipelineQ pipeline_q(storage.pipeline_q, pipeline_params, Shape<_1, _1, _1>{});
+  pipeline_params.transaction_bytes = Traits::kBytesDO + Traits::kBytesStats;
   PipelineQ pipeline_do(storage.pipeline_do, pipeline_params, Shape<_1, _1, _1>{});
   __syncthreads();
 

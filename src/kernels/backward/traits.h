@@ -30,9 +30,14 @@ struct BackwardTraits {
   static constexpr bool kSplitHeadDim = backward_splits_head_dim(kHeadDim);
   static constexpr int kBlockM = backward_block_m(kHeadDim);  // query rows per step
   static constexpr int kBlockN = backward_block_n(kHeadDim);  // keys per CTA
-  // Q and dO tiles in flight: at d = 256 one of each (with K, V, P, dS and the fp32 dQ tile
-  // that is 208 KB; FlashAttention-4's choice), released as soon as their GEMMs are done.
-  static constexpr int kStages = kSplitHeadDim ? 1 : 2;
+  // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
+  // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
+  // releases as soon as their GEMMs are done.
+  static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
+                                         (kSplitHeadDim ? 2 : 1) * kBlockM * kBlockN * int(sizeof(Element)) +
+                                         kBlockM * kHeadDim * int(sizeof(float));
+  static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
+  static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
   static constexpr int kConsumerWarpgroups = 2;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
@@ -46,8 +51,8 @@ struct BackwardTraits {
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
   static_assert(kBlockM == 64, "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M");
   static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0, "dQ's columns split in two 32-multiple halves");
-  static_assert(!kSplitHeadDim || (kHeadDim % 128 == 0 && kHeadDimV % 128 == 0 && kBlockN == 64),
-                "the warpgroups' halves of the head dim start at a 64-column swizzle atom; S^T has 64 keys");
+  static_assert(!kSplitHeadDim || (kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kBlockN == 64),
+                "the warpgroups' halves of the head dim start at a swizzle atom (SmemAtom); S^T has 64 keys");
 
   using BlockM = Int<kBlockM>;
   using BlockN = Int<kBlockN>;
@@ -88,10 +93,16 @@ struct BackwardTraits {
                            GMMA::Major::MN>(),
       ColumnWarpgroups{}));
 
-  using SmemLayoutQ = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDim>{}, Shape<BlockM, HeadDim, Stages>{}));
-  using SmemLayoutDO = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDimV>{}, Shape<BlockM, HeadDimV, Stages>{}));
-  using SmemLayoutK = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDim>{}, Shape<BlockN, HeadDim>{}));
-  using SmemLayoutV = decltype(tile_to_shape(SmemAtomOfRow<Element, kHeadDimV>{}, Shape<BlockN, HeadDimV>{}));
+  // Row tiles of Q, K (kDim = d) and dO, V (d_v). In the wide form each warpgroup reads half
+  // of a row's columns (Q^T, K^T and dO^T as MN-major B), which must start at a swizzle atom:
+  // d = 192's 96-column halves take 64-byte atoms (32 columns).
+  template <int kDim>
+  using SmemAtom = std::conditional_t<kSplitHeadDim && kDim / 2 % 64 != 0, GMMA::Layout_K_SW64_Atom<Element>,
+                                      SmemAtomOfRow<Element, kDim>>;
+  using SmemLayoutQ = decltype(tile_to_shape(SmemAtom<kHeadDim>{}, Shape<BlockM, HeadDim, Stages>{}));
+  using SmemLayoutDO = decltype(tile_to_shape(SmemAtom<kHeadDimV>{}, Shape<BlockM, HeadDimV, Stages>{}));
+  using SmemLayoutK = decltype(tile_to_shape(SmemAtom<kHeadDim>{}, Shape<BlockN, HeadDim>{}));
+  using SmemLayoutV = decltype(tile_to_shape(SmemAtom<kHeadDimV>{}, Shape<BlockN, HeadDimV>{}));
   // dS as (queries, keys), keys contiguous: the dQ GEMM's K-major A.
   using SmemLayoutDS = decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<BlockM, BlockN>{}));
   // Transposed views of the same bytes: Q^T and dO^T (head dim, queries, stage) as the dK
@@ -141,7 +152,6 @@ struct BackwardTraits {
   static constexpr uint32_t kBytesDO = kBlockM * kHeadDimV * sizeof(Element);
   static constexpr uint32_t kBytesStats = kBlockM * sizeof(float);  // a tile's LSE_log2 or dPsum
   static constexpr uint32_t kBytesKV = kBlockN * (kHeadDim + kHeadDimV) * sizeof(Element);
-  static_assert(kBytesQ == kBytesDO, "one transaction count for the Q and dO pipelines");
 
   template <class Dim>
   using GmemLayout = Layout<Shape<int, Dim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
