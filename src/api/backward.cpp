@@ -115,7 +115,7 @@ Status backward(const BackwardArgs& args) {
   return Status::NotSupported(concat(kApi, ": this build has no ", dtype_name(f.dtype),
                                      " backward kernel for head_dim = ", f.shape.head_dim,
                                      ", head_dim_v = ", f.shape.value_head_dim(),
-                                     " (the backward has head dims 64, 128, 192, 256 and (192, 128))"));
+                                     " (the backward has head dims 64, 96, 128, 192, 256 and (192, 128))"));
 }
 
 }  // namespace warpflash

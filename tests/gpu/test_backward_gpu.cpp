@@ -1,9 +1,9 @@
 // The backward pass against the double-precision reference (FlashAttention's criterion:
 // each of dQ, dK, dV within 2x the error of the same math in the input precision, plus a
-// small slack), with O and LSE from warpflash's own forward as in training. d = 64, 128,
-// 192, (192, 128) and 256, dense batches: causal and not, seqlen_q != seqlen_k, rows that
-// see no key, a sliding window, GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks and
-// their gradient, lengths 1, 17, 127 against 129, 1000 and 4097.
+// small slack), with O and LSE from warpflash's own forward as in training. d = 64, 96,
+// 128, 192, (192, 128) and 256, dense batches: causal and not, seqlen_q != seqlen_k, rows
+// that see no key, a sliding window, GQA (groups 2, 4, 8) and MQA, softcap, learnable sinks
+// and their gradient, lengths 1, 17, 127 against 129, 1000 and 4097.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -114,7 +114,7 @@ void check_sink_gradient(const reference::Problem& p, DType dtype, const std::ve
 }
 
 // The head dims the backward has kernels for (a build may leave some out: skipped).
-const HeadDims kBackwardHeadDims[] = {{64, 64}, {128, 128}, {192, 192}, {192, 128}, {256, 256}};
+const HeadDims kBackwardHeadDims[] = {{64, 64}, {96, 96}, {128, 128}, {192, 192}, {192, 128}, {256, 256}};
 
 using Param = std::tuple<DType, HeadDims, BackwardCase>;  // dtype, head dims (Q/K, V), case
 class BackwardGpuTest : public ::testing::TestWithParam<Param> {};
@@ -383,9 +383,9 @@ INSTANTIATE_TEST_SUITE_P(Backward, BackwardGpuTest,
                          ::testing::Combine(::testing::Values(DType::kBFloat16, DType::kFloat16),
                                             ::testing::ValuesIn(kBackwardHeadDims), ::testing::ValuesIn(kBackwardCases)),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Backward, BackwardVarlenGpu, ::testing::Values(64, 128, 192, 256),
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardVarlenGpu, ::testing::Values(64, 96, 128, 192, 256),
                          ::testing::PrintToStringParamName());
-INSTANTIATE_TEST_SUITE_P(Backward, BackwardDeterministicGpu, ::testing::Values(64, 128, 192, 256),
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardDeterministicGpu, ::testing::Values(64, 96, 128, 192, 256),
                          ::testing::PrintToStringParamName());
 
 }  // namespace

@@ -31,7 +31,7 @@ using namespace cute;
 enum class BackwardBarrier : uint32_t {
   kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
   kDsFull = 1,  // every consumer's part of dS is written
-  kDqFull = 2,  // + consumer warpgroup: its half of the dQ tile is in shared memory
+  kDqFull = 2,  // + consumer warpgroup: its part of the dQ tile is in shared memory
   kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
 };
 
@@ -68,8 +68,8 @@ CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
 constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
 
 // Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
-// accumulator with a TMA reduce-add, one warpgroup's half of the columns at a time, in the
-// order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
+// accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the columns,
+// or with kDqSplitKeys all of them from its keys), in the order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
 // consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each
 // once the tile's semaphore counts the ones after it, and count themselves once their
@@ -82,7 +82,7 @@ template <class Traits>
 CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
                                  AttentionMask const& mask, int n_block, int batch, int first_head, int group,
                                  int m_begin, int m_end) {
-  using HalfTile = Shape<typename Traits::BlockM, Int<Traits::kHeadDim / 2>>;
+  using PartTile = Shape<typename Traits::BlockM, Int<Traits::kDqColumns>>;
   BackwardWorkspace const& w = params.workspace;
   Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
   auto tma_dq = params.tma_dq.get_slice(_0{});
@@ -107,14 +107,16 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
             while (load_acquire(semaphore) != turn) __nanosleep(32);
             fence_proxy_async();  // the additions before ours, then ours (async proxy)
           }
-          Tensor sHalf = make_tensor(
-              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQHalf>),
-              typename Traits::SmemLayoutDQHalf{});
-          Tensor gHalf = local_tile(mDQ, HalfTile{}, make_coord(row_tile, half));
-          copy(params.tma_dq, tma_dq.partition_S(sHalf), tma_dq.partition_D(gHalf));
+          Tensor sPart = make_tensor(
+              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQPart>),
+              typename Traits::SmemLayoutDQPart{});
+          Tensor gPart = local_tile(mDQ, PartTile{}, make_coord(row_tile, Traits::kDqSplitKeys ? 0 : half));
+          copy(params.tma_dq, tma_dq.partition_S(sPart), tma_dq.partition_D(gPart));
           tma_store_arrive();
-          if (params.deterministic && half == Traits::kConsumerWarpgroups - 1) {
-            wait_bulk_groups_complete();  // both halves added, not only read
+          // Parts that add into the same elements must add in a fixed order in deterministic
+          // mode: each one completed before the next.
+          if (params.deterministic && (Traits::kDqSplitKeys || half == Traits::kConsumerWarpgroups - 1)) {
+            wait_bulk_groups_complete();  // added, not only read
             fence_proxy_async();
             store_release(semaphore, turn + 1);
           } else {
@@ -270,15 +272,30 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   auto thr_dp = mma_dp.get_thread_slice(consumer_tid);
   auto thr_dv = mma_dv.get_thread_slice(consumer_tid);
   auto thr_dk = mma_dk.get_thread_slice(consumer_tid);
-  auto thr_dq = mma_dq.get_thread_slice(consumer_tid);
+  // One warpgroup's dQ MMA with kDqSplitKeys (each computes a whole part), both otherwise.
+  auto thr_dq = mma_dq.get_thread_slice(Traits::kDqSplitKeys ? consumer_tid % cutlass::NumThreadsPerWarpGroup
+                                                             : consumer_tid);
   Tensor tSrK = thr_s.partition_fragment_A(sK);      // this warpgroup's keys
   Tensor tSrQ = thr_s.partition_fragment_B(sQ);      // (MMA, MMA_N, MMA_K, stage)
   Tensor tDPrV = thr_dp.partition_fragment_A(sV);
   Tensor tDPrDO = thr_dp.partition_fragment_B(sDO);
   Tensor tDVrDOt = thr_dv.partition_fragment_B(sDOt);
   Tensor tDKrQt = thr_dk.partition_fragment_B(sQt);
-  Tensor tDQrDS = thr_dq.partition_fragment_A(sDS);
-  Tensor tDQrKt = thr_dq.partition_fragment_B(sKt);  // this warpgroup's columns of dQ
+  // dS and K^T: all keys and this warpgroup's columns of dQ, or (kDqSplitKeys) this
+  // warpgroup's keys and all columns.
+  auto [tDQrDS, tDQrKt] = [&] {
+    if constexpr (Traits::kDqSplitKeys) {
+      using Keys = Int<Traits::kBlockN / Traits::kConsumerWarpgroups>;
+      int warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
+      return cute::make_tuple(
+          thr_dq.partition_fragment_A(
+              local_tile(sDS, Shape<typename Traits::BlockM, Keys>{}, make_coord(_0{}, warpgroup))),
+          thr_dq.partition_fragment_B(
+              local_tile(sKt, Shape<typename Traits::HeadDim, Keys>{}, make_coord(_0{}, warpgroup))));
+    } else {
+      return cute::make_tuple(thr_dq.partition_fragment_A(sDS), thr_dq.partition_fragment_B(sKt));
+    }
+  }();
 
   Tensor acc_dv = partition_fragment_C(mma_dv, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{});
   Tensor acc_dk = partition_fragment_C(mma_dk, Shape<typename Traits::BlockN, typename Traits::HeadDim>{});
@@ -288,15 +305,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // (key, query) of every S^T element this thread holds.
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
 
-  // This warpgroup's half of the dQ tile in shared memory, and its barriers with the writer.
+  // This warpgroup's part of the dQ tile in shared memory, and its barriers with the writer.
   int consumer_warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
   // Accumulator value i of a 64 x N WGMMA tile sits at row 16 warp + lane / 4 + 8 (i / 2 % 2)
   // and column 8 (i / 4) + 2 (lane % 4) + i % 2; in the 128-byte swizzled fp32 layout
-  // (SmemLayoutDQHalf: 8 x 32 atoms, rows first) the column's 16-byte chunk is XORed with
+  // (SmemLayoutDQPart: 8 x 32 atoms, rows first) the column's 16-byte chunk is XORed with
   // row % 8 = lane / 4. Written out so that only one per-thread XOR term stays live.
   int dq_lane = consumer_tid % cutlass::NumThreadsPerWarp, dq_warp = consumer_tid / cutlass::NumThreadsPerWarp % 4;
   uint32_t dq_half = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
-                                                 consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQHalf> +
+                                                 consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQPart> +
                                                  (dq_warp * 16 + dq_lane / 4) * 32 + dq_lane % 2 * 2);
   int dq_chunk_xor = (dq_lane % 4 / 2) ^ (dq_lane / 4);
   auto dq_offset = [&](int i) {

@@ -58,7 +58,7 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
                       _1{}),
         make_tma_copy(SM90_TMA_LOAD{}, gV, typename Traits::SmemLayoutV{}, Shape<typename Traits::BlockN, HeadDimV>{},
                       _1{}),
-        make_tma_copy(SM90_TMA_REDUCE_ADD{}, gDQ, typename Traits::SmemLayoutDQHalf{}),
+        make_tma_copy(SM90_TMA_REDUCE_ADD{}, gDQ, typename Traits::SmemLayoutDQPart{}),
         gQ.shape(),
         gDO.shape(),
         gK.shape(),

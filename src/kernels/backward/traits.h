@@ -30,15 +30,20 @@ struct BackwardTraits {
   static constexpr bool kSplitHeadDim = backward_splits_head_dim(kHeadDim);
   static constexpr int kBlockM = backward_block_m(kHeadDim);  // query rows per step
   static constexpr int kBlockN = backward_block_n(kHeadDim);  // keys per CTA
+  static constexpr int kConsumerWarpgroups = 2;
+  // dQ leaves in one part per consumer warpgroup: its half of dQ's columns, or at d = 96
+  // (whose 48-column halves would cut K^T's 32-column swizzle atoms) all of dQ from the
+  // warpgroup's own keys, the two parts added into the same rows.
+  static constexpr bool kDqSplitKeys = kHeadDim % 64 != 0;
+  static constexpr int kDqColumns = kDqSplitKeys ? kHeadDim : kHeadDim / 2;
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
   // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
   // releases as soon as their GEMMs are done.
   static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
                                          (kSplitHeadDim ? 2 : 1) * kBlockM * kBlockN * int(sizeof(Element)) +
-                                         kBlockM * kHeadDim * int(sizeof(float));
+                                         kConsumerWarpgroups * kBlockM * kDqColumns * int(sizeof(float));
   static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
   static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
-  static constexpr int kConsumerWarpgroups = 2;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
@@ -50,7 +55,8 @@ struct BackwardTraits {
   static constexpr int kConsumerRegisters = kHeadDim <= 64 ? 224 : 240;
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
   static_assert(kBlockM == 64, "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M");
-  static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0, "dQ's columns split in two 32-multiple halves");
+  static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "dQ's parts are whole 32-column swizzle atoms");
+  static_assert(!(kDqSplitKeys && kSplitHeadDim), "the wide form splits dQ by columns");
   static_assert(!kSplitHeadDim || (kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kBlockN == 64),
                 "the warpgroups' halves of the head dim start at a swizzle atom (SmemAtom); S^T has 64 keys");
 
@@ -87,11 +93,15 @@ struct BackwardTraits {
   using TiledMmaDV = decltype(make_tiled_mma(DkDvAtom<kHeadDimV>{}, DkDvWarpgroups{}));
   using TiledMmaDK = decltype(make_tiled_mma(DkDvAtom<kHeadDim>{}, DkDvWarpgroups{}));
   // dQ = dS K: a contraction over all kBlockN keys, so dS goes through shared memory; the
-  // warpgroups split dQ's columns.
-  using TiledMmaDQ = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim / 2>, BlockN>, GMMA::Major::K,
-                           GMMA::Major::MN>(),
-      ColumnWarpgroups{}));
+  // warpgroups split dQ's columns, or (kDqSplitKeys) each computes all of dQ from its own
+  // keys and the writer adds both parts.
+  using TiledMmaDQ = std::conditional_t<
+      kDqSplitKeys,
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, HeadDim, Int<kBlockN / 2>>,
+                                                   GMMA::Major::K, GMMA::Major::MN>())),
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim / 2>, BlockN>,
+                                                   GMMA::Major::K, GMMA::Major::MN>(),
+                              ColumnWarpgroups{}))>;
 
   // Row tiles of Q, K (kDim = d) and dO, V (d_v). In the wide form each warpgroup reads half
   // of a row's columns (Q^T, K^T and dO^T as MN-major B), which must start at a swizzle atom:
@@ -119,12 +129,11 @@ struct BackwardTraits {
   using SmemLayoutDSt =
       decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
-  // Each consumer warpgroup's columns of dQ in fp32, for the TMA reduce-add into the
-  // workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are conflict-free).
-  // K-major atoms tile the rows first, so the two warpgroups' halves are contiguous.
-  using SmemLayoutDQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, HeadDim>{}));
-  using SmemLayoutDQHalf =
-      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, Int<kHeadDim / 2>>{}));
+  // Each consumer warpgroup's part of dQ in fp32 (kDqColumns wide), for the TMA reduce-add
+  // into the workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are
+  // conflict-free); the parts follow each other.
+  using SmemLayoutDQPart =
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, Int<kDqColumns>>{}));
 
   using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
 
@@ -134,7 +143,7 @@ struct BackwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>, 1024> d_o;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>, 1024> d_s;
-    cute::array_aligned<float, cute::cosize_v<SmemLayoutDQ>, 1024> d_q;
+    cute::array_aligned<float, kConsumerWarpgroups * cute::cosize_v<SmemLayoutDQPart>, 1024> d_q;
     // Each query tile's LSE_log2 and dPsum, copied with its Q and dO tiles (onto their barriers).
     alignas(16) float lse_log2[kStages][kBlockM];
     alignas(16) float dpsum[kStages][kBlockM];
@@ -169,14 +178,14 @@ struct BackwardTraits {
   using GmemLayoutDQ = Layout<Shape<int, HeadDim>, Stride<HeadDim, _1>>;
   using TmaDQ = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
                                        make_tensor(make_gmem_ptr(static_cast<float*>(nullptr)), GmemLayoutDQ{}),
-                                       SmemLayoutDQHalf{}));
+                                       SmemLayoutDQPart{}));
 
   struct Params {
     TmaQ tma_q;
     TmaDO tma_do;
     TmaK tma_k;
     TmaV tma_v;
-    TmaDQ tma_dq;  // reduce-add of a warpgroup's half of a dQ tile into the accumulator
+    TmaDQ tma_dq;  // reduce-add of a warpgroup's part of a dQ tile into the accumulator
     Shape<int, HeadDim, int, int> shape_q;
     Shape<int, HeadDimV, int, int> shape_do;
     Shape<int, HeadDim, int, int> shape_k;
