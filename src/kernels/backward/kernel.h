@@ -2,16 +2,18 @@
 // heads that share the K/V head (GQA/MQA: dK and dV sum over them in registers, no fp32
 // accumulators, the same order every run). Warpgroup 0 produces (one thread loads K and
 // V once, then Q and dO of every query tile that sees the block, head by head, through
-// two-stage TMA pipelines); warpgroups 1 and 2 each own half of the block's keys and per
-// query tile compute
+// TMA pipelines); warpgroups 1 and 2 per query tile compute
 //   S^T = K Q^T, dP^T = V dO^T                                  (shared-memory operands)
 //   P^T = exp2(S^T * scale_log2 - LSE_log2), dS^T = P^T (dP^T - dPsum)
-//   dV += P^T dO, dK += dS^T Q                                  (P^T, dS^T from registers)
+//   dV += P^T dO, dK += dS^T Q
 //   dQ = dS K                                                   (dS through shared memory)
-// and leave dQ in shared memory, from where producer warp 1 adds it into the workspace's
-// fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic mode;
-// the postprocess scales and converts it). The loading thread also brings each query tile's
-// LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers at the end.
+// each owning half of the block's keys, with P^T and dS^T from registers in the dV and dK
+// GEMMs (d <= 128), or (the wide form, traits.h's kSplitHeadDim) half of the queries of S^T
+// and dP^T and half of the head dim of dK, dV and dQ, with P^T and dS^T through shared
+// memory. They leave dQ in shared memory, from where producer warp 1 adds it into the
+// workspace's fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic
+// mode; the postprocess scales and converts it). The loading thread also brings each query
+// tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -29,7 +31,7 @@ using namespace cute;
 
 // Named barriers of the backward kernel (CUTLASS offsets them past its reserved IDs).
 enum class BackwardBarrier : uint32_t {
-  kDsFree = 0,  // every consumer is done with the previous tile's dQ GEMM (it reads dS)
+  kDsFree = 0,  // every consumer is done with the previous tile's GEMMs that read dS (and P)
   kDsFull = 1,  // every consumer's part of dS is written
   kDqFull = 2,  // + consumer warpgroup: its part of the dQ tile is in shared memory
   kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
@@ -68,9 +70,9 @@ CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
 constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
 
 // Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
-// accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the columns,
-// or with kDqSplitKeys all of them from its keys), in the order the consumers compute them (FlashAttention-3's dQ writer; no atomics in the
-// consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
+// accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the
+// columns, or with kDqSplitKeys all of them from its keys), in the order the consumers
+// compute them (FlashAttention-3's dQ writer; no atomics in the consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each
 // once the tile's semaphore counts the ones after it, and count themselves once their
 // additions have completed. The CTAs of higher blocks start first (the kernel reverses the
@@ -458,9 +460,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         pipeline_do.consumer_release(read);
       } else {
         // P^T and dS^T to shared memory (every warpgroup reads both warpgroups' queries; the
-        // previous tile's GEMMs must have read them), then dK, dV and dQ, each single-stage
-        // Q and dO tile released as soon as its last GEMM is done so that the next one loads
-        // under the rest.
+        // previous tile's GEMMs must have read them), then dK, dV and dQ, with Q and dO released
+        // as soon as their last GEMM is done (one stage at d = 256): the next ones load under
+        // the rest.
         Tensor p_converted = convert_fragment<Element>(acc_s);
         Tensor ds_converted = convert_fragment<Element>(acc_dp);
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
