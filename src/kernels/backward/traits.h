@@ -3,7 +3,7 @@
 // FlashAttention-3's form (docs/backward-plan.md): one CTA per K/V block of kBlockN keys,
 // query tiles of kBlockM rows walked in order, two consumer warpgroups that split either
 // the block's keys (d <= 128: P^T and dS^T feed dV and dK from registers) or the head dim
-// of dK, dV and dQ and the queries of S^T and dP^T (kSplitHeadDim, d = 256: P^T and dS^T
+// of dK, dV and dQ and the queries of S^T and dP^T (kSplitHeadDim, d >= 192: P^T and dS^T
 // go through shared memory).
 #pragma once
 
