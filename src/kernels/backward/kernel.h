@@ -115,12 +115,13 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
           Tensor gPart = local_tile(mDQ, PartTile{}, make_coord(row_tile, Traits::kDqSplitKeys ? 0 : half));
           copy(params.tma_dq, tma_dq.partition_S(sPart), tma_dq.partition_D(gPart));
           tma_store_arrive();
-          // Parts that add into the same elements must add in a fixed order in deterministic
-          // mode: each one completed before the next.
-          if (params.deterministic && (Traits::kDqSplitKeys || half == Traits::kConsumerWarpgroups - 1)) {
-            wait_bulk_groups_complete();  // added, not only read
+          bool last = half == Traits::kConsumerWarpgroups - 1;
+          if (params.deterministic && last) {
+            wait_bulk_groups_complete();  // every part added, not only read
             fence_proxy_async();
             store_release(semaphore, turn + 1);
+          } else if (params.deterministic && Traits::kDqSplitKeys) {
+            wait_bulk_groups_complete();  // parts that add into the same elements: in a fixed order
           } else {
             tma_store_wait<0>();  // the shared memory has been read
           }
