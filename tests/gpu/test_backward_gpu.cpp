@@ -222,21 +222,14 @@ TEST_P(BackwardGpuTest, MatchesReference) {
 
 // Packed sequences (FlashAttention's varlen layout) with an empty one and lengths around the
 // tiles, causal, GQA: each sequence's gradients against the reference of that sequence alone.
-// Skips the test unless the build has the head dim (BF16).
-#define SKIP_UNLESS_COMPILED(d)                                                          \
-  do {                                                                                   \
-    std::vector<int> compiled = compiled_head_dims(DType::kBFloat16);                    \
-    if (std::find(compiled.begin(), compiled.end(), (d)) == compiled.end()) {            \
-      GTEST_SKIP() << "d = " << (d) << " not compiled";                                  \
-    }                                                                                    \
-  } while (false)
-
 class BackwardVarlenGpu : public ::testing::TestWithParam<int> {};  // head dim
 
 TEST_P(BackwardVarlenGpu, MatchesReferencePerSequence) {
   WARPFLASH_REQUIRE_HOPPER();
   const int64_t d = GetParam();
-  SKIP_UNLESS_COMPILED(d);
+  if (!testing::is_compiled(DType::kBFloat16, HeadDims{int(d), int(d)})) {
+    GTEST_SKIP() << "d = " << d << " not compiled";
+  }
   const DType dtype = DType::kBFloat16;
   const std::vector<int> lengths_q = {100, 0, 257, 64, 129}, lengths_k = {100, 0, 300, 1, 129};
   const int64_t heads_q = 4, heads_kv = 2, batch = static_cast<int64_t>(lengths_q.size());
@@ -327,7 +320,9 @@ class BackwardDeterministicGpu : public ::testing::TestWithParam<int> {};  // he
 TEST_P(BackwardDeterministicGpu, RepeatedRunsAreBitwiseIdentical) {
   WARPFLASH_REQUIRE_HOPPER();
   const int64_t d = GetParam();
-  SKIP_UNLESS_COMPILED(d);
+  if (!testing::is_compiled(DType::kBFloat16, HeadDims{int(d), int(d)})) {
+    GTEST_SKIP() << "d = " << d << " not compiled";
+  }
   const int64_t batch = 2, seqlen = 1000, heads_q = 8, heads_kv = 2;
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.f, 1.f);

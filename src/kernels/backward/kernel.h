@@ -23,28 +23,13 @@
 
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/tile_work.h"
+#include "kernels/backward/dq_writer.h"
 #include "kernels/backward/traits.h"
 
 namespace warpflash::kernels {
 
 using namespace cute;
 
-// Named barriers of the backward kernel (CUTLASS offsets them past its reserved IDs).
-enum class BackwardBarrier : uint32_t {
-  kDsFree = 0,  // every consumer is done with the previous tile's GEMMs that read dS (and P)
-  kDsFull = 1,  // every consumer's part of dS is written
-  kDqFull = 2,  // + consumer warpgroup: its part of the dQ tile is in shared memory
-  kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
-};
-
-CUTE_DEVICE int load_acquire(int const* address) {
-  int value;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
-  return value;
-}
-CUTE_DEVICE void store_release(int* address, int value) {
-  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
-}
 // threadIdx.x read again where it is used (asm volatile: not hoisted), for values that
 // would otherwise stay live across the main loop and spill.
 CUTE_DEVICE int fresh_thread_index() {
@@ -52,8 +37,6 @@ CUTE_DEVICE int fresh_thread_index() {
   asm volatile("mov.u32 %0, %%tid.x;" : "=r"(thread));
   return thread;
 }
-CUTE_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
-CUTE_DEVICE void wait_bulk_groups_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Four 8 x 8 matrices of 16-bit values, transposed: thread 8 j + r names row r of matrix j's
 // destination, which receives column r of the matrix (each thread holds one 32-bit pair of
 // every matrix, at row lane / 4 and columns 2 (lane % 4) + {0, 1}: the MMA fragment).
@@ -64,73 +47,6 @@ CUTE_DEVICE void store_matrix_x4_transposed(uint32_t address, uint32_t const (&p
 }
 CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
-}
-
-// A consumer warpgroup and the dQ writer warp meet at the kDqFull / kDqEmpty barriers.
-constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
-
-// Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
-// accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the
-// columns, or with kDqSplitKeys all of them from its keys), in the order the consumers
-// compute them (FlashAttention-3's dQ writer; no atomics in the consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
-// Deterministic mode: the K/V blocks that see a query tile add in descending order, each
-// once the tile's semaphore counts the ones after it, and count themselves once their
-// additions have completed. The CTAs of higher blocks start first (the kernel reverses the
-// block order in this mode), so the wait ends; and under a causal mask they are the ones
-// with the fewest query tiles, which start where the lower blocks will need them done
-// (FlashAttention-3's order; ascending, the lowest block walked every query tile while the
-// others waited for it: 0.46x of the default at d = 128 causal 8k).
-template <class Traits>
-CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
-                                 AttentionMask const& mask, int n_block, int batch, int first_head, int group,
-                                 int m_begin, int m_end) {
-  using PartTile = Shape<typename Traits::BlockM, Int<Traits::kDqColumns>>;
-  BackwardWorkspace const& w = params.workspace;
-  Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
-  auto tma_dq = params.tma_dq.get_slice(_0{});
-  bool leader = cute::elect_one_sync();
-  int tiles = group * (m_end - m_begin), tile = 0;
-  int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);
-#pragma unroll 1
-  for (int head = first_head; head < first_head + group; ++head) {
-    int64_t head_rows = w.head_first_row(params.seq_q, batch, head);  // a multiple of kBlockM
-#pragma unroll 1
-    for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
-      int row_tile = int(head_rows / Traits::kBlockM) + m_block;
-      int* semaphore = dq_semaphore + row_tile;
-      int turn = mask.n_block_end(m_block, Traits::kBlockM, Traits::kBlockN) - 1 - n_block;
-#pragma unroll
-      for (int half = 0; half < Traits::kConsumerWarpgroups; ++half) {
-        uint32_t full = static_cast<uint32_t>(BackwardBarrier::kDqFull) + half;
-        uint32_t empty = static_cast<uint32_t>(BackwardBarrier::kDqEmpty) + half;
-        cutlass::arch::NamedBarrier::sync(kDqSyncThreads, full);
-        if (leader) {
-          if (params.deterministic && half == 0) {
-            while (load_acquire(semaphore) != turn) __nanosleep(32);
-            fence_proxy_async();  // the additions before ours, then ours (async proxy)
-          }
-          Tensor sPart = make_tensor(
-              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQPart>),
-              typename Traits::SmemLayoutDQPart{});
-          Tensor gPart = local_tile(mDQ, PartTile{}, make_coord(row_tile, Traits::kDqSplitKeys ? 0 : half));
-          copy(params.tma_dq, tma_dq.partition_S(sPart), tma_dq.partition_D(gPart));
-          tma_store_arrive();
-          bool last = half == Traits::kConsumerWarpgroups - 1;
-          if (params.deterministic && last) {
-            wait_bulk_groups_complete();  // every part added, not only read
-            fence_proxy_async();
-            store_release(semaphore, turn + 1);
-          } else if (params.deterministic && Traits::kDqSplitKeys) {
-            wait_bulk_groups_complete();  // parts that add into the same elements: in a fixed order
-          } else {
-            tma_store_wait<0>();  // the shared memory has been read
-          }
-        }
-        __syncwarp();
-        if (tile + 1 < tiles) cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, empty);
-      }
-    }
-  }
 }
 
 // Zeroes the elements of P^T (and dS^T) whose key a query does not see, in the blocks that
