@@ -30,7 +30,8 @@ struct AttentionShape {
 // Arguments of forward(). Fields are added at the end with defaults that keep the old
 // behaviour, so callers that set fields by name keep compiling.
 struct ForwardArgs {
-  DType dtype = DType::kBFloat16;  // of Q, K, V and O alike
+  // Of Q, K, V and O alike; for kFloat8E4M3 (FP8) of Q, K and V, and O is bfloat16.
+  DType dtype = DType::kBFloat16;
   AttentionShape shape;
   TensorView4d q;  // (batch, seqlen_q, heads_q, head_dim), read only
   TensorView4d k;  // (batch, seqlen_k, heads_kv, head_dim), read only
@@ -90,6 +91,14 @@ struct ForwardArgs {
   // Keys past seqused are still read (as the rest of a K/V block) and must be finite.
   const int* seqused_q = nullptr;
   const int* seqused_k = nullptr;
+
+  // FP8 (dtype kFloat8E4M3) only: FlashAttention-3's descales, fp32 on the device,
+  // contiguous (batch, heads_kv) (one value per tensor: broadcast it), null for 1. Q's
+  // values are q * q_descale[b, h / (heads_q / heads_kv)], likewise K's and V's: the scores
+  // are scaled by q_descale * k_descale, O by v_descale. Softcap is not supported with FP8.
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

@@ -8,6 +8,7 @@ namespace warpflash {
 enum class DType {
   kFloat16,
   kBFloat16,
+  kFloat8E4M3,  // OCP E4M3FN (torch.float8_e4m3fn): forward() inputs only, O is bfloat16
 };
 
 const char* dtype_name(DType dtype);

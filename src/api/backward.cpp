@@ -40,6 +40,10 @@ Status validate_backward(const BackwardArgs& args) {
     if (message.compare(0, prefix.size(), prefix) == 0) message = message.substr(prefix.size());
     return Status(status.code(), concat(kApi, ": in forward: ", message));
   }
+  if (f.dtype == DType::kFloat8E4M3) {
+    return Status::NotSupported(concat(kApi, ": forward.dtype = float8_e4m3fn is not supported (the backward runs on "
+                                       "float16 and bfloat16)"));
+  }
   if (empty_problem(f)) return Status::Ok();
   if (f.lse == nullptr) return invalid("forward.lse is null: the backward needs the forward's LSE");
   const AttentionShape& s = f.shape;

@@ -13,13 +13,16 @@ namespace warpflash {
 using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale);
 
 // The kernel variant forward() runs for these (validated) arguments, and its tiles.
+// FP8 has one variant.
 inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args) {
+  if (args.dtype == DType::kFloat8E4M3) return kernels::ForwardVariant::kDefault;
   return kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
                                   args.shape.seqlen_k, kernels::uniform_tiles(args));
 }
 inline kernels::ForwardTileConfig forward_tile_config_of(const ForwardArgs& args) {
   return kernels::forward_tile_config(static_cast<int>(args.shape.head_dim),
-                                      static_cast<int>(args.shape.value_head_dim()), forward_variant_of(args));
+                                      static_cast<int>(args.shape.value_head_dim()), forward_variant_of(args),
+                                      args.dtype == DType::kFloat8E4M3);
 }
 
 // nullptr when this build has no instance of the variant for the head dims with a loop

@@ -156,7 +156,8 @@ Status forward(const ForwardArgs& args) {
       {"q.data", args.q.data}, {"k.data", args.k.data}, {"v.data", args.v.data},
       {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace},
       {"cu_seqlens_q", args.cu_seqlens_q}, {"cu_seqlens_k", args.cu_seqlens_k}, {"seqused_q", args.seqused_q},
-      {"seqused_k", args.seqused_k}, {"learnable_sink", args.learnable_sink}};
+      {"seqused_k", args.seqused_k}, {"learnable_sink", args.learnable_sink}, {"q_descale", args.q_descale},
+      {"k_descale", args.k_descale}, {"v_descale", args.v_descale}};
   for (const auto& [name, pointer] : pointers) {
     if (!args.check_pointers) break;
     if (!(status = check_device_pointer(name, pointer)).ok()) return status;

@@ -2,6 +2,7 @@
 // names the argument, its value and what is allowed.
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "api/dispatch.h"
 #include "api/limits.h"
@@ -32,8 +33,22 @@ Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, i
 }  // namespace
 
 Status validate_forward(const ForwardArgs& args) {
-  if (args.dtype != DType::kFloat16 && args.dtype != DType::kBFloat16) {
-    return invalid(concat("dtype = ", static_cast<int>(args.dtype), " is not supported: allowed are float16, bfloat16"));
+  bool fp8 = args.dtype == DType::kFloat8E4M3;
+  if (args.dtype != DType::kFloat16 && args.dtype != DType::kBFloat16 && !fp8) {
+    return invalid(concat("dtype = ", static_cast<int>(args.dtype),
+                          " is not supported: allowed are float16, bfloat16, float8_e4m3fn"));
+  }
+  if (!fp8) {
+    for (const auto& [name, pointer] : {std::pair<const char*, const float*>{"q_descale", args.q_descale},
+                                        {"k_descale", args.k_descale}, {"v_descale", args.v_descale}}) {
+      if (pointer != nullptr) {
+        return invalid(concat(name, " is set for dtype = ", dtype_name(args.dtype),
+                              ": descales are for float8_e4m3fn inputs only"));
+      }
+    }
+  } else if (args.softcap != 0.f) {
+    return Status::NotSupported(concat("warpflash::forward: softcap = ", args.softcap,
+                                       " is not supported with float8_e4m3fn inputs (only softcap = 0)"));
   }
   const AttentionShape& s = args.shape;
   Status status;
@@ -97,7 +112,10 @@ Status validate_forward(const ForwardArgs& args) {
                                                             {"cu_seqlens_k", args.cu_seqlens_k},
                                                             {"seqused_q", args.seqused_q},
                                                             {"seqused_k", args.seqused_k},
-                                                            {"learnable_sink", args.learnable_sink}};
+                                                            {"learnable_sink", args.learnable_sink},
+                                                            {"q_descale", args.q_descale},
+                                                            {"k_descale", args.k_descale},
+                                                            {"v_descale", args.v_descale}};
   for (const auto& [name, pointer] : four_byte_arrays) {
     if (reinterpret_cast<uintptr_t>(pointer) % 4 != 0) {
       return invalid(concat(name, " = ", Hex{reinterpret_cast<uintptr_t>(pointer)},
@@ -121,6 +139,7 @@ Status validate_forward(const ForwardArgs& args) {
                           limits::kMaxTiles, " (the kernel's grid); split the batch"));
   }
   int bytes = dtype_size_bytes(args.dtype);
+  int o_bytes = fp8 ? dtype_size_bytes(DType::kBFloat16) : bytes;
   // A packed side is one batch of total rows (its views' batch_stride is unused).
   bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
   int64_t batch_q = packed_q ? 1 : s.batch, rows_q = packed_q ? args.total_q : s.seqlen_q;
@@ -130,7 +149,7 @@ Status validate_forward(const ForwardArgs& args) {
   if (!(status = check_tensor("q", args.q, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;
   if (!(status = check_tensor("k", args.k, batch_k, rows_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
   if (!(status = check_tensor("v", args.v, batch_k, rows_k, s.heads_kv, bytes, keys_empty)).ok()) return status;
-  if (!(status = check_tensor("o", args.o, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;
+  if (!(status = check_tensor("o", args.o, batch_q, rows_q, s.heads_q, o_bytes, false)).ok()) return status;
   return Status::Ok();
 }
 

@@ -30,6 +30,16 @@ double e4m3_bits_to_double(uint8_t bits) {
   return sign * std::ldexp(8 + mantissa, exponent - 10);
 }
 
+uint8_t double_to_e4m3_bits(double x) {
+  if (std::isnan(x)) return 0x7f;
+  const double rounded = round_to_e4m3(x);
+  const uint8_t sign = std::signbit(rounded) && rounded != 0 ? 0x80 : 0x00;
+  for (int bits = 0; bits < 0x7f; ++bits) {  // the 127 non-negative finite codes
+    if (e4m3_bits_to_double(static_cast<uint8_t>(bits)) == std::fabs(rounded)) return static_cast<uint8_t>(sign | bits);
+  }
+  return 0x7f;  // not reached: every rounded value is a code
+}
+
 std::vector<double> hadamard_signs(int64_t n, uint64_t seed) {
   std::mt19937_64 generator(seed);
   std::vector<double> signs(n);
@@ -101,15 +111,21 @@ void forward_fp8_emulated(const Problem& p, const Fp8Recipe& recipe, const std::
   if (p.softcap > 0 || !p.sinks.empty()) {
     throw std::invalid_argument("reference::forward_fp8_emulated: softcap and sinks are not emulated");
   }
+  if (!recipe.quantize_inputs && (recipe.hadamard || recipe.block_rows_q != 0 || recipe.block_rows_kv != 0)) {
+    throw std::invalid_argument("reference::forward_fp8_emulated: a recipe without quantization has no blocks or Hadamard");
+  }
   std::vector<double> qt = q, kt = k;
   if (recipe.hadamard) {
     const std::vector<double> signs = hadamard_signs(d, recipe.seed);
     for (int64_t row = 0; row < static_cast<int64_t>(qt.size()) / d; ++row) random_sign_hadamard(&qt[row * d], d, signs);
     for (int64_t row = 0; row < static_cast<int64_t>(kt.size()) / d; ++row) random_sign_hadamard(&kt[row * d], d, signs);
   }
-  const std::vector<double> q8 = quantize_e4m3(qt, p.batch, p.seqlen_q, p.heads_q, d, recipe.block_rows_q);
-  const std::vector<double> k8 = quantize_e4m3(kt, p.batch, p.seqlen_k, p.heads_kv, d, recipe.block_rows_kv);
-  const std::vector<double> v8 = quantize_e4m3(v, p.batch, p.seqlen_k, p.heads_kv, dv, recipe.block_rows_kv);
+  auto quantized = [&](const std::vector<double>& x, int64_t seqlen, int64_t heads, int64_t width, int64_t block_rows) {
+    return recipe.quantize_inputs ? quantize_e4m3(x, p.batch, seqlen, heads, width, block_rows) : x;
+  };
+  const std::vector<double> q8 = quantized(qt, p.seqlen_q, p.heads_q, d, recipe.block_rows_q);
+  const std::vector<double> k8 = quantized(kt, p.seqlen_k, p.heads_kv, d, recipe.block_rows_kv);
+  const std::vector<double> v8 = quantized(v, p.seqlen_k, p.heads_kv, dv, recipe.block_rows_kv);
   o.assign(p.o_elements(), 0.0);
   const int64_t group = p.heads_q / p.heads_kv;
   std::vector<double> scores(p.seqlen_k);

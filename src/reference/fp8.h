@@ -19,6 +19,8 @@ constexpr double kE4m3Max = 448.0;
 double round_to_e4m3(double x);
 // The value of an e4m3 bit pattern (0x7f and 0xff are NaN).
 double e4m3_bits_to_double(uint8_t bits);
+// The bit pattern of round_to_e4m3(x) (+0 for zero; NaN: 0x7f).
+uint8_t double_to_e4m3_bits(double x);
 
 // One +-1 sign per column, from a seed: the random diagonal of the transform.
 std::vector<double> hadamard_signs(int64_t n, uint64_t seed);
@@ -40,6 +42,9 @@ struct Fp8Recipe {
   int64_t block_rows_kv = 0;
   bool hadamard = false;      // random-sign Hadamard of Q and K along head_dim first
   uint64_t seed = 0;          // of the signs
+  // false: Q, K and V are taken as given (already e4m3 values times their scales); only P
+  // is rounded.
+  bool quantize_inputs = true;
 };
 
 // Attention with Q, K, V quantized to e4m3 by the recipe and P quantized to e4m3 before

@@ -46,6 +46,28 @@ CUTE_HOST_DEVICE constexpr auto accumulator_as_a_operand(Layout) {
   return make_layout(Shape<Shape<_2, _2, _2>, _1, Int<kBlocks16>>{});
 }
 
+// FP8: the A operand of a 64x32 e4m3 WGMMA gives each thread (4, 2, 2) values: 4
+// consecutive columns, of row and row + 8, and the same 16 columns further, where the S
+// accumulator holds column pairs 8 apart. The P operand of a warpgroup's S block of N
+// columns, compact: ((4, 2, 2), 1, N / 32).
+template <class Layout>
+CUTE_HOST_DEVICE constexpr auto accumulator_as_fp8_a_operand(Layout) {
+  static_assert(decltype(size<1>(Layout{}) == _1{} && size<2>(Layout{}) == _1{})::value,
+                "one WGMMA atom per warpgroup along M and N");
+  constexpr int kBlocks32 = decltype(size<0, 2>(Layout{}))::value / 4;
+  return make_layout(Shape<Shape<_4, _2, _2>, _1, Int<kBlocks32>>{});
+}
+// The S accumulator seen in that operand's value order: A column 16 kh + 4 t + u takes
+// this thread's accumulator column 16 kh + 8 (u / 2) + 2 t + u % 2 (pair u % 2 of column
+// block 2 kh + u / 2), so V^T's keys are stored in that order (transpose_v.h) and no value
+// moves between threads.
+template <class Layout>
+CUTE_HOST_DEVICE constexpr auto accumulator_in_fp8_a_order(Layout) {
+  constexpr int kBlocks32 = decltype(size<0, 2>(Layout{}))::value / 4;
+  return make_layout(Shape<Shape<Shape<_2, _2>, _2, _2>, _1, Int<kBlocks32>>{},
+                     Stride<Stride<Stride<_1, _4>, _2, _8>, _0, _16>{});
+}
+
 // Issues (but does not wait for) one warpgroup GEMM over all K slices of its operands.
 template <bool kZeroInit, class TiledMma, class TensorA, class TensorB, class TensorC>
 CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TensorA const& a, TensorB const& b, TensorC& c) {

@@ -114,8 +114,9 @@ struct OnlineSoftmax {
   // more logit in every row's denominator with no value row: sink_log2 is it in log2
   // units, -inf for none (then the result is the plain softmax's, to the bit). Rows that
   // saw no key get O = 0 and LSE = -inf (or the sink): both maxima -inf, no NaN.
+  // o_scale multiplies O as well (FP8's V descale).
   template <class TensorO>
-  CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows], float sink_log2 = -INFINITY) {
+  CUTE_DEVICE void finalize(TensorO& o, float (&lse)[kRows], float sink_log2 = -INFINITY, float o_scale = 1.f) {
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float sum = quad_allreduce_sum(row_sum[r]);
@@ -124,7 +125,7 @@ struct OnlineSoftmax {
       float safe_max = max_all == -INFINITY ? 0.f : max_all;
       float keep = exp2f(max_scaled - safe_max);  // the scores' share against the sink
       float total = sum * keep + exp2f(sink_log2 - safe_max);
-      float inv_sum = total > 0.f ? keep / total : 0.f;
+      float inv_sum = total > 0.f ? keep * o_scale / total : 0.f;
       lse[r] = (max_all + log2f(total)) * kLn2;
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(o); ++c) o(r, c) *= inv_sum;

@@ -104,8 +104,16 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
   return ForwardVariant::kDefault;
 }
 
+// FP8 (e4m3 Q, K, V; one variant, the general loop): 128 x 128 tiles, K, V and the V^T
+// copy in two stages each; d=256 128 x 64 (with 128 keys its consumers would hold 208
+// registers of accumulators and P, and V^T leaves no room for the O buffer).
+constexpr ForwardTileConfig forward_tile_config_fp8(int head_dim) {
+  return head_dim == 256 ? ForwardTileConfig{128, 64, 2, 2} : ForwardTileConfig{128, 128, 2, 2};
+}
+
 constexpr ForwardTileConfig forward_tile_config(int head_dim, int head_dim_v,
-                                                ForwardVariant variant = ForwardVariant::kDefault) {
+                                                ForwardVariant variant = ForwardVariant::kDefault, bool fp8 = false) {
+  if (fp8) return forward_tile_config_fp8(head_dim);
 #if defined(WARPFLASH_TILES_D64C)
   if (variant == ForwardVariant::kShortCausal) return WARPFLASH_TILES_OVERRIDE(64C);
 #endif

@@ -17,7 +17,7 @@ using namespace cute;
 
 template <class Traits>
 struct ForwardEpilogue {
-  using Element = typename Traits::Element;
+  using Element = typename Traits::ElementO;  // of O
   using Params = typename Traits::Params;
 
   using SharedStorage = typename Traits::SharedStorage;

@@ -11,6 +11,7 @@
 #include "kernels/forward/epilogue.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/forward/mainloop.h"
+#include "kernels/forward/transpose_v.h"
 
 namespace warpflash::kernels {
 
@@ -21,6 +22,13 @@ using namespace cute;
 // instance, not one with both loops: each gets its own register allocation, and the plain
 // one keeps the code (and the speed) it had before windows and varlen, which in one
 // kernel with the general loop lost 4-10% (docs/perf-notes.md).
+// FP8's descale of a tile's (batch, K/V head), 1 where none is given.
+template <class Params>
+CUTE_DEVICE float descale(Params const& params, float const* descales, TileCoord tile) {
+  if (descales == nullptr) return 1.f;
+  return descales[tile.batch * params.descale_batch_stride + tile.head / params.heads_per_kv_head];
+}
+
 template <class Traits, class Mask>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
@@ -53,8 +61,21 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                   : PipelineKV::ThreadCategory::Consumer;
   pipeline_params.is_leader = kWarpSpecialization ? threadIdx.x == 0 : is_consumer_that_loads;
   pipeline_params.num_consumers = Traits::kConsumerThreads;
-  auto make_pipeline = [&](typename PipelineKV::SharedStorage& pipeline_storage, uint32_t transaction_bytes) {
+  // FP8: V's slots are released by the transposing warps' threads (one arrival each).
+  auto make_pipeline = [&](typename PipelineKV::SharedStorage& pipeline_storage, uint32_t transaction_bytes,
+                           int releasing_threads) {
     pipeline_params.transaction_bytes = transaction_bytes;
+    if (releasing_threads != Traits::kConsumerThreads) {
+      if (threadIdx.x == 0) {
+        for (int stage = 0; stage < Traits::kStages; ++stage) {
+          pipeline_storage.full_barrier_[stage].init(1);
+          pipeline_storage.empty_barrier_[stage].init(releasing_threads);
+        }
+        cutlass::arch::fence_barrier_init();
+      }
+      return PipelineKV(pipeline_storage, pipeline_params, typename Traits::ClusterShape{}, cute::false_type{},
+                        cute::false_type{});
+    }
     if constexpr (Traits::kClusterM == 1) {
       return PipelineKV(pipeline_storage, pipeline_params, Shape<_1, _1, _1>{});
     } else {
@@ -71,8 +92,26 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                         cute::false_type{});
     }
   };
-  PipelineKV pipeline_k = make_pipeline(storage.pipeline_k, Traits::kBytesK);
-  PipelineKV pipeline_v = make_pipeline(storage.pipeline_v, Traits::kBytesV);
+  PipelineKV pipeline_k = make_pipeline(storage.pipeline_k, Traits::kBytesK, Traits::kConsumerThreads);
+  PipelineKV pipeline_v = make_pipeline(storage.pipeline_v, Traits::kBytesV,
+                                        Traits::kFp8 ? Traits::kTransposeThreads : Traits::kConsumerThreads);
+  // FP8: V^T from the transposing warps to the consumers.
+  int transpose_tid = threadIdx.x - cutlass::NumThreadsPerWarp;
+  bool is_transposer = Traits::kFp8 && is_producer && transpose_tid >= 0;
+  auto make_pipeline_vt = [&] {
+    if constexpr (Traits::kFp8) {
+      typename Traits::PipelineVt::Params params_vt;
+      params_vt.role = is_transposer ? Traits::PipelineVt::ThreadCategory::Producer
+                       : is_producer ? Traits::PipelineVt::ThreadCategory::NonParticipant
+                                     : Traits::PipelineVt::ThreadCategory::Consumer;
+      params_vt.producer_arv_count = Traits::kTransposeThreads;
+      params_vt.consumer_arv_count = Traits::kConsumerThreads;
+      return typename Traits::PipelineVt(storage.pipeline_vt, params_vt);
+    } else {
+      return 0;
+    }
+  };
+  auto pipeline_vt = make_pipeline_vt();
   if constexpr (Traits::kClusterM == 1) {
     __syncthreads();
   } else {
@@ -123,6 +162,29 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   if (is_producer) {
     if constexpr (!kWarpSpecialization) return;  // not reached: no producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    if constexpr (Traits::kFp8) {
+      if (is_transposer) {
+        // Every K/V block of the CTA's tiles, in the order the producer loads them.
+        Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+        Tensor sVt = make_tensor(make_smem_ptr(storage.vt.data()), typename Traits::SmemLayoutVt{});
+        typename PipelineKV::PipelineState read_v;
+        auto write_vt = cutlass::make_producer_start_state<typename Traits::PipelineVt>();
+        for_each_tile(static_index, [&](int, unsigned, TileCoord, TileWork const& work) {
+#pragma unroll 1
+          for (int n_block = work.n_block_begin; n_block < work.n_block_end; ++n_block) {
+            pipeline_v.consumer_wait(read_v);
+            pipeline_vt.producer_acquire(write_vt);
+            TransposeV<Traits>::block(sV, sVt, read_v.index(), write_vt.index(), transpose_tid);
+            cutlass::arch::fence_view_async_shared();  // the WGMMAs read V^T through the async proxy
+            pipeline_vt.producer_commit(write_vt);
+            storage.pipeline_v.empty_barrier_[read_v.index()].arrive();
+            ++read_v;
+            ++write_vt;
+          }
+        });
+        return;
+      }
+    }
     if (threadIdx.x != 0) return;
     auto write = cutlass::make_producer_start_state<PipelineKV>();
     auto next_index = [&](int round) {
@@ -161,14 +223,21 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Tensor acc_o = partition_fragment_C(mma_pv, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{});
       clear(acc_o);
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
-      OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(params.scale_log2);
+      // FP8: the scores of the dequantized Q and K are q_descale * k_descale times those of
+      // the e4m3 values.
+      float scale_log2 = params.scale_log2;
+      if constexpr (Traits::kFp8) scale_log2 *= descale(params, params.q_descale, tile) * descale(params, params.k_descale, tile);
+      OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.
       if (work.empty()) {
         if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
-        if constexpr (kWarpSpecialization) {
+        if constexpr (Traits::kFp8) {
+          Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile, work,
+                                       round, consumer_tid, acc_o, softmax, [](int) {});
+        } else if constexpr (kWarpSpecialization) {
           Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work,
                                        round, consumer_tid, acc_o, softmax, [](int) {});
         } else {
@@ -200,7 +269,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                            tile.batch);
       }
       // (Sinks never reach a split tile: uniform_tiles() keeps them off the clustered kernels.)
-      softmax.finalize(acc_o_rc, lse, params.sinks == nullptr ? -INFINITY : params.sinks[tile.head] * float(M_LOG2E));
+      float o_scale = 1.f;
+      if constexpr (Traits::kFp8) o_scale = descale(params, params.v_descale, tile);
+      softmax.finalize(acc_o_rc, lse, params.sinks == nullptr ? -INFINITY : params.sinks[tile.head] * float(M_LOG2E),
+                       o_scale);
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) {
           ForwardEpilogue<Traits>::store_piece(params, scheduler.split.slot(blockIdx.x, round), consumer_tid, lse,

@@ -70,6 +70,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   using HeadDim = typename Traits::HeadDim;
   using HeadDimV = typename Traits::HeadDimV;
   using Input = Element const;
+  using ElementO = typename Traits::ElementO;
   AttentionShape const& shape = args.shape;
 
   // Packed (varlen) sides are one batch of total rows: (total, head_dim, heads, 1).
@@ -102,7 +103,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       gK.shape(),
       gV.shape(),
       gO_shape,
-      static_cast<Element*>(args.o.data),
+      static_cast<ElementO*>(args.o.data),
       args.o.batch_stride,
       args.o.seqlen_stride,
       args.o.head_stride,
@@ -123,10 +124,14 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       {},       // tma_o, below
       nullptr,  // split_workspace, below
       nullptr,  // tile_counter, below
+      args.q_descale,
+      args.k_descale,
+      args.v_descale,
+      shape.heads_kv,
   };
 
   if constexpr (Traits::kTmaStoreO) {
-    auto gO = make_gmem_tensor<HeadDimV, Element>(args.o, rows_q, shape.heads_q, batch_q);
+    auto gO = make_gmem_tensor<HeadDimV, ElementO>(args.o, rows_q, shape.heads_q, batch_q);
     if (packed_q) {
       // TMA clips a box at the tensor's ends only, and past a packed sequence's last row
       // lies the next one's. So O is seen as (seqlen_q, d_v, heads, total_q + 1): the last
@@ -137,7 +142,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       auto layout = make_layout(make_shape(static_cast<int>(shape.seqlen_q), HeadDimV{}, static_cast<int>(shape.heads_q),
                                            static_cast<int>(rows_q + 1)),
                                 make_stride(row_stride, _1{}, args.o.head_stride, row_stride));
-      gO = make_tensor(make_gmem_ptr(static_cast<Element*>(args.o.data) - shape.seqlen_q * row_stride), layout);
+      gO = make_tensor(make_gmem_ptr(static_cast<ElementO*>(args.o.data) - shape.seqlen_q * row_stride), layout);
       params.shape_o = gO.shape();
     }
     params.tma_o = make_tma_copy(SM90_TMA_STORE{}, gO, typename Traits::SmemLayoutOWarpgroup{},
@@ -155,7 +160,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
   // Sequences of different lengths take their tiles in dynamic order when the caller gives
   // a workspace (kernel.h): its first word counts the tiles taken, zeroed in stream order.
-  if (kWarpSpecialization && lengths_vary && args.workspace != nullptr && args.workspace_bytes >= kTileCounterBytes) {
+  // (Not FP8's: its V-transposing warps walk the tiles in the static order.)
+  if (kWarpSpecialization && !Traits::kFp8 && lengths_vary && args.workspace != nullptr && args.workspace_bytes >= kTileCounterBytes) {
     params.tile_counter = static_cast<unsigned*>(args.workspace);
     Status cleared = check_cuda(cudaMemsetAsync(params.tile_counter, 0, sizeof(unsigned), args.stream),
                                 "cudaMemsetAsync(tile counter)");

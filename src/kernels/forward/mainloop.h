@@ -75,6 +75,15 @@ struct ForwardMainloop {
     }
   }
 
+  // The V^T operand's buffer: V's own bytes, or FP8's transposed copy.
+  CUTE_DEVICE static Element* vt_data(SharedStorage& storage) {
+    if constexpr (Traits::kFp8) {
+      return storage.vt.data();
+    } else {
+      return storage.v.data();
+    }
+  }
+
   // The V stage that goes with K stage `read_k` minus one: V trails K by one block, and
   // deriving its state saves the consumers the registers of a second one.
   CUTE_DEVICE static PipelineState previous(PipelineState read_k) {
@@ -88,8 +97,9 @@ struct ForwardMainloop {
   // No register holds an arrival target (CUTLASS's per-thread targets made d=256's
   // consumers spill) and no branch is taken (a warp-index shuffle and a branch per release
   // cost d=128 4%).
-  CUTE_DEVICE static void release_kv(PipelineKV& pipeline, typename PipelineKV::SharedStorage& storage,
-                                     PipelineState state) {
+  // (FP8's consumers read V^T from the transposing warps' pipeline: Pipeline is PipelineVt.)
+  template <class Pipeline, class PipelineStorage>
+  CUTE_DEVICE static void release_kv(Pipeline& pipeline, PipelineStorage& storage, PipelineState state) {
     if constexpr (Traits::kClusterM == 1) {
       pipeline.consumer_release(state);
     } else {
@@ -203,14 +213,15 @@ struct ForwardMainloop {
   // without warp specialization loads there).
   // Mask: CausalMask (the plain kernel: no softcap, nothing per sequence) or AttentionMask
   // (kernel.h).
-  template <class Mask, class AccO, class Softmax, class Pingpong, class AfterBlock>
+  // pipeline_v: where V^T comes from (FP8: the transposing warps, kernel.h).
+  template <class Mask, class PipelineV, class AccO, class Softmax, class Pingpong, class AfterBlock>
   CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                              PipelineKV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
+                              PipelineV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
                               unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
                               AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
     Tensor sQ = smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-    Tensor sVt = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutVt{});
+    Tensor sVt = make_tensor(make_smem_ptr(vt_data(storage)), typename Traits::SmemLayoutVt{});
 
     typename Traits::TiledMmaQK mma_qk;
     typename Traits::TiledMmaPV mma_pv;
@@ -307,11 +318,29 @@ struct ForwardMainloop {
       if (may_need_mask) mask_block(n_block);
     };
     // P in the A-operand layout of O += P V; written only while no PV GEMM reads it.
-    Tensor tOrP = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
+    auto p_layout = [&] {
+      if constexpr (Traits::kFp8) {
+        return accumulator_as_fp8_a_operand(acc_s.layout());
+      } else {
+        return accumulator_as_a_operand(acc_s.layout());
+      }
+    };
+    Tensor tOrP = make_tensor<Element>(p_layout());
     auto store_p = [&] {
-      Tensor p = convert_fragment<Element>(acc_s);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(p); ++i) tOrP(i) = p(i);
+      if constexpr (Traits::kFp8) {
+        // Four values (one 32-bit register of the operand) at a time.
+        Tensor s_in_a_order = make_tensor(acc_s.data(), accumulator_in_fp8_a_order(acc_s.layout()));
+        cutlass::NumericArrayConverter<Element, float, 4> convert;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(tOrP); i += 4) {
+          cutlass::Array<float, 4> four{s_in_a_order(i), s_in_a_order(i + 1), s_in_a_order(i + 2), s_in_a_order(i + 3)};
+          *reinterpret_cast<cutlass::Array<Element, 4>*>(&tOrP(i)) = convert(four);
+        }
+      } else {
+        Tensor p = convert_fragment<Element>(acc_s);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(p); ++i) tOrP(i) = p(i);
+      }
     };
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.

@@ -17,21 +17,28 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-// The 16-bit K-major shared-memory atom with the widest swizzle a row of kDim elements
-// fills: 128 bytes for multiples of 64 elements, 64 bytes for d=96.
-template <class Element, int kDim>
-using SmemAtomOfRow = std::conditional_t<kDim % 64 == 0, GMMA::Layout_K_SW128_Atom<Element>,
-                                         std::conditional_t<kDim % 32 == 0, GMMA::Layout_K_SW64_Atom<Element>,
+// The K-major shared-memory atom with the widest swizzle a row of kDim elements fills:
+// 128 bytes where the row is a multiple of 128 bytes, 64 bytes for 16-bit d=96 and e4m3
+// d=64.
+template <class Element, int kDim, int kRowBytes = kDim * int(sizeof(Element))>
+using SmemAtomOfRow = std::conditional_t<kRowBytes % 128 == 0, GMMA::Layout_K_SW128_Atom<Element>,
+                                         std::conditional_t<kRowBytes % 64 == 0, GMMA::Layout_K_SW64_Atom<Element>,
                                                             GMMA::Layout_K_SW32_Atom<Element>>>;
 
 // kHeadDim: of Q and K; kHeadDimV: of V and O (DeepSeek-V3's prefill: 192 and 128).
 template <class Element_, int kHeadDim_, int kHeadDimV_ = kHeadDim_, ForwardVariant kVariant = ForwardVariant::kDefault>
 struct ForwardTraits {
-  using Element = Element_;
+  using Element = Element_;  // of Q, K and V
+  // FP8 (e4m3) inputs, the FlashAttention-3 paper's third technique: the FP8 WGMMA reads
+  // both operands K-major, so V is transposed in shared memory by the producer warpgroup
+  // (transpose_v.h), and O is BF16.
+  static constexpr bool kFp8 = sizeof(Element) == 1;
+  using ElementO = std::conditional_t<kFp8, cutlass::bfloat16_t, Element>;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
   static_assert(kHeadDimV <= kHeadDim, "an empty K/V side borrows Q's tensor map for V (launch.h)");
-  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kHeadDimV, kVariant);
+  static_assert(!kFp8 || (kHeadDim == kHeadDimV && kHeadDim % 64 == 0), "FP8: head dims 64, 128, 256");
+  static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kHeadDimV, kVariant, kFp8);
   static constexpr int kBlockM = kConfig.block_m;
   static constexpr int kBlockN = kConfig.block_n;
   static constexpr int kStages = kConfig.stages;
@@ -49,8 +56,10 @@ struct ForwardTraits {
   // d=256's short kernel (O through the Q buffer) needs 40 for its producer thread's loop
   // over Q and packed K/V coordinates (32 spilled 8 bytes once the producer also passed
   // tile indices on), and its consumers fit in 232: 40 + 2 x 232 = 504.
+  // FP8: three warps of the producer warpgroup transpose V (transpose_v.h), holding a
+  // 16 x 4-byte slab of it: 56 + 2 x 224 = 504.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
-  static constexpr int kProducerRegisters = kRoomyProducer ? 40 : 24;
+  static constexpr int kProducerRegisters = kFp8 ? 56 : kRoomyProducer ? 40 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
   // to spare: they compute the tile's coordinates again for the epilogue instead of
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
@@ -59,7 +68,8 @@ struct ForwardTraits {
   // Where the consumers have no registers to hold Q's GMMA descriptors through the loop
   // (mainloop.h, q_operand): 12-16 K slices of Q, or wide S tiles.
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
-  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? (kRoomyProducer ? 232 : 240) : 160;
+  static constexpr int kConsumerRegisters =
+      kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : 160;
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
@@ -93,9 +103,10 @@ struct ForwardTraits {
   // S = Q K^T: both operands K-major in shared memory.
   using TiledMmaQK = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockN, HeadDim>>(), MmaWarpgroups{}));
-  // O += P V: P from registers, V read transposed (MN-major) from its row-major tile.
+  // O += P V: P from registers, V read transposed (MN-major) from its row-major tile; FP8
+  // reads the K-major copy the producer warps write.
   using MmaAtomPV = decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, HeadDimV, BlockN>,
-                                                  GMMA::Major::K, GMMA::Major::MN>());
+                                                  GMMA::Major::K, kFp8 ? GMMA::Major::K : GMMA::Major::MN>());
   using TiledMmaPV = decltype(make_tiled_mma(MmaAtomPV{}, MmaWarpgroups{}));
 
   using SmemAtom = SmemAtomOfRow<Element, kHeadDim>;
@@ -103,16 +114,23 @@ struct ForwardTraits {
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<BlockM, HeadDim>{}));
   using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
   using SmemLayoutV = decltype(tile_to_shape(SmemAtomV{}, Shape<BlockN, HeadDimV, Stages>{}));
-  // V^T: the same bytes as V seen as (head_dim_v, block_n, stage).
-  using SmemLayoutVt = decltype(composition(
-      SmemLayoutV{}, make_ordered_layout(Shape<HeadDimV, BlockN, Stages>{}, Step<_2, _1, _3>{})));
+  // V^T: the same bytes as V seen as (head_dim_v, block_n, stage); FP8: a buffer of its
+  // own, keys contiguous, written by the producer warps with the keys of every 32 permuted
+  // (transpose_v.h).
+  using SmemLayoutVt = std::conditional_t<
+      kFp8, decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<HeadDimV, BlockN, Stages>{})),
+      decltype(composition(SmemLayoutV{}, make_ordered_layout(Shape<HeadDimV, BlockN, Stages>{}, Step<_2, _1, _3>{})))>;
+  // Producer warps 1-3 transpose V; warp 0's first thread loads.
+  static constexpr int kTransposeThreads = kFp8 ? 3 * 32 : 0;
+  using PipelineVt = cutlass::PipelineAsync<kStages>;
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
   // What a CTA may use of the 227 KB opt-in, leaving room for the barriers.
   static constexpr int kSharedMemoryBudget = 226 * 1024;
   static constexpr int kSmemQBytes = cute::cosize_v<SmemLayoutQ> * sizeof(Element);
-  static constexpr int kSmemKVBytes = (cute::cosize_v<SmemLayoutK> + cute::cosize_v<SmemLayoutV>) * sizeof(Element);
+  static constexpr int kSmemKVBytes =
+      (cute::cosize_v<SmemLayoutK> + cute::cosize_v<SmemLayoutV> * (kFp8 ? 2 : 1)) * sizeof(Element);
   static constexpr int kStagesQ = kConfig.q_stages;
   static_assert(kStagesQ * kSmemQBytes + kSmemKVBytes <= kSharedMemoryBudget, "Q and K/V tiles exceed shared memory");
 
@@ -121,30 +139,34 @@ struct ForwardTraits {
   // warpgroup writes its 64 rows with stmatrix into its own part of the buffer and stores
   // them, so no warpgroup waits for another at the end of a tile. Otherwise (d=256's default
   // kernel) each thread stores its fragment to global memory.
-  static constexpr int kSmemOBytes = kBlockM * kHeadDimV * sizeof(Element);
+  static constexpr int kSmemOBytes = kBlockM * kHeadDimV * sizeof(ElementO);
   static constexpr bool kOwnBufferO = kStagesQ * kSmemQBytes + kSmemKVBytes + kSmemOBytes <= kSharedMemoryBudget;
   // With one Q buffer and no room for an O buffer (d=256's 128 x 64 short kernel), each
   // warpgroup writes its O into its own 64 rows of the Q buffer, which only its own
   // S = Q K^T GEMMs read; the producer loads the next Q once the TMA stores have read them.
   // Not wider S tiles (d=256's 128 x 80, d=192's): their consumers have no registers left
   // for it (d=256's spill).
-  static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim;
+  static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim && !kFp8;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
-      decltype(tile_to_shape(SmemAtomV{}, Shape<_64, HeadDimV>{}))>;
+      decltype(tile_to_shape(SmemAtomOfRow<ElementO, kHeadDimV>{}, Shape<_64, HeadDimV>{}))>;
   // One warpgroup's share of O = P V, for partitioning its 64 rows.
   using TiledMmaPVWarpgroup = decltype(make_tiled_mma(MmaAtomPV{}));
   struct NoBuffer {};
   using BufferO = std::conditional_t<
-      kOwnBufferO, cute::array_aligned<Element, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
+      kOwnBufferO, cute::array_aligned<ElementO, kConsumerWarpgroups * cute::cosize_v<SmemLayoutOWarpgroup>, 1024>,
       NoBuffer>;
+  using BufferVt = std::conditional_t<kFp8, cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024>, NoBuffer>;
+  struct NoPipeline {};
+  using PipelineVtStorage = std::conditional_t<kFp8, typename PipelineVt::SharedStorage, NoPipeline>;
 
   struct SharedStorage {
     cute::array_aligned<Element, kStagesQ * cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutV>, 1024> v;
+    BufferVt vt;
     BufferO o;
     // The persistent kernel reuses the Q buffers: full when loaded, empty when every
     // consumer has issued its last S = Q K^T of the tile (with kOInQBuffer: when its
@@ -153,6 +175,7 @@ struct ForwardTraits {
     uint64_t barrier_q_empty[kStagesQ];
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
+    PipelineVtStorage pipeline_vt;  // FP8: V^T written, V^T read
     unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
@@ -173,7 +196,7 @@ struct ForwardTraits {
                                       Shape<BlockN, HeadDim>{}, Int<kClusterM>{}));
   using TmaV = decltype(make_tma_copy(CopyOpKV{}, GmemTensor<HeadDimV>{}, take<0, 2>(SmemLayoutV{}),
                                       Shape<BlockN, HeadDimV>{}, Int<kClusterM>{}));
-  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDimV, Element>{}, SmemLayoutOWarpgroup{},
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDimV, ElementO>{}, SmemLayoutOWarpgroup{},
                                       Shape<_64, HeadDimV>{}, _1{}));
 
   struct Params {
@@ -184,7 +207,7 @@ struct ForwardTraits {
     Shape<int, HeadDim, int, int> shape_k;
     Shape<int, HeadDimV, int, int> shape_v;
     Shape<int, HeadDimV, int, int> shape_o;
-    Element* o;
+    ElementO* o;
     int64_t o_batch_stride;
     int64_t o_seqlen_stride;
     int64_t o_head_stride;
@@ -211,6 +234,12 @@ struct ForwardTraits {
     // Dynamic tile order (general loop only; null: static): a zeroed counter in the
     // workspace from which the producer threads take the next tile index (kernel.h).
     unsigned* tile_counter;
+    // FP8: FlashAttention-3's descales, fp32 (batch, heads_kv) at descale_batch_stride *
+    // batch + kv head (null: 1). Q's and K's scale the scores, V's the output.
+    float const* q_descale;
+    float const* k_descale;
+    float const* v_descale;
+    int64_t descale_batch_stride;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
