@@ -32,8 +32,16 @@ def _sink(learnable_sink):
     return learnable_sink
 
 
+def _descales(**descales):
+    for name, t in descales.items():
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"warpflash: {name} must be a torch.Tensor or None, got {type(t).__name__}")
+    return tuple(descales.values())
+
+
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, window_size=(-1, -1),
-                    softcap=0.0, attention_chunk=0, learnable_sink=None, deterministic=False):
+                    softcap=0.0, attention_chunk=0, learnable_sink=None, deterministic=False, q_descale=None,
+                    k_descale=None, v_descale=None):
     """Exact attention softmax(q k^T * softmax_scale) v on a Hopper GPU.
 
     q, k: (batch, seqlen_q / seqlen_k, heads_q / heads_kv, head_dim); v: (batch, seqlen_k,
@@ -53,6 +61,11 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     Differentiable in q, k and v (the LSE is not); deterministic=True makes the backward's
     results bitwise identical run to run.
 
+    FP8 (FlashAttention-3's call): q, k, v of dtype torch.float8_e4m3fn (head_dim 64, 128 or
+    256), with optional fp32 descales q_descale, k_descale, v_descale of shape (batch,
+    heads_kv) (or one element): the inputs stand for q * q_descale etc. per (batch, K/V
+    head). out is bfloat16; no gradient, no softcap.
+
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and with return_lse=True also the
     fp32 log-sum-exp (batch, heads_q, seqlen_q). Bad arguments raise ValueError or
     TypeError naming the argument, the value and what is allowed.
@@ -61,13 +74,15 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     left, right, chunk, softcap = _mask_options(window_size, attention_chunk, softcap)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    descales = _descales(q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
     return _ops.forward(q, k, v, None, None, None, None, 0, 0, float(softmax_scale), bool(causal), left, right, chunk,
-                        softcap, _sink(learnable_sink), bool(return_lse), bool(deterministic))
+                        softcap, _sink(learnable_sink), bool(return_lse), bool(deterministic), descales)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
                            causal=False, window_size=(-1, -1), softcap=0.0, *, seqused_q=None, seqused_k=None,
-                           attention_chunk=0, learnable_sink=None, return_lse=False, deterministic=False):
+                           attention_chunk=0, learnable_sink=None, return_lse=False, deterministic=False,
+                           q_descale=None, k_descale=None, v_descale=None):
     """Attention over a batch of variable-length sequences packed one after the other
     (FlashAttention's varlen layout).
 
@@ -81,6 +96,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     sequence (rows past it are not written). Masks, softcap and sinks as flash_attn_func,
     per sequence.
 
+    FP8 inputs and their descales (batch, heads_kv) as flash_attn_func.
+
     Returns out (total_q, heads_q, head_dim_v), and with return_lse=True also the fp32
     log-sum-exp (heads_q, total_q).
     """
@@ -91,6 +108,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     left, right, chunk, softcap = _mask_options(window_size, attention_chunk, softcap)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    descales = _descales(q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
     return _ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
                         int(max_seqlen_k), float(softmax_scale), bool(causal), left, right, chunk, softcap,
-                        _sink(learnable_sink), bool(return_lse), bool(deterministic))
+                        _sink(learnable_sink), bool(return_lse), bool(deterministic), descales)

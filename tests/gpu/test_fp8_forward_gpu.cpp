@@ -195,8 +195,16 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
       sq_p += err_p * err_p;
       sq_ref += o_ref[i] * o_ref[i];
     }
+    // The largest single error depends on which P values round which way: the kernel
+    // rounds P against its running (and lazily kept) row max, not the row's final max, so
+    // its roundings differ from the reference's. Rounding every P of a row the same way
+    // (2^-4 relative) would move O by up to 2^-4 max |v|; half that bounds the element,
+    // twice the reference's error bounds the whole (the L2 check below).
     const double bf16_rounding = std::ldexp(1.0, -8);
-    EXPECT_LE(max_err, 2 * max_p + bf16_rounding * max_ref) << "max abs error (P rounded to e4m3: " << max_p << ")";
+    double max_v = 0;
+    for (double x : v_seq) max_v = std::max(max_v, std::fabs(x));
+    EXPECT_LE(max_err, std::max(2 * max_p, std::ldexp(max_v, -5)) + bf16_rounding * max_ref)
+        << "max abs error (P rounded to e4m3: " << max_p << ", max |v| " << max_v << ")";
     if (sq_ref > 0) {
       double rel = std::sqrt(sq_err / sq_ref), rel_p = std::sqrt(sq_p / sq_ref);
       EXPECT_LE(rel, 2 * rel_p + bf16_rounding) << "relative L2 error (P rounded to e4m3: " << rel_p << ")";

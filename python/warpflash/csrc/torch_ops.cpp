@@ -34,6 +34,7 @@ std::string python_dtype(at::ScalarType type) {
     case at::kDouble: return "torch.float64";
     case at::kHalf: return "torch.float16";
     case at::kBFloat16: return "torch.bfloat16";
+    case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
     case at::kInt: return "torch.int32";
     case at::kLong: return "torch.int64";
     default: return std::string("torch.") + c10::toString(type);
@@ -54,8 +55,10 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   const char* layout = rank == 4 ? "4-D (batch, seqlen, heads, head_dim)" : "3-D (total_tokens, heads, head_dim)";
   for (const auto& [name, t] : tensors) {
     TORCH_CHECK_VALUE(t->dim() == rank, "warpflash: ", name, " must be ", layout, ", got shape ", python_shape(*t));
-    TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16, "warpflash: ", name,
-                     " has dtype ", python_dtype(t->scalar_type()), "; supported are torch.float16, torch.bfloat16");
+    TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16 ||
+                         t->scalar_type() == at::kFloat8_e4m3fn,
+                     "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
+                     "; supported are torch.float16, torch.bfloat16, torch.float8_e4m3fn (FP8 forward)");
     TORCH_CHECK_VALUE(t->stride(-1) == 1 || t->size(-1) <= 1, "warpflash: ", name, ".stride(-1) = ",
                       std::to_string(t->stride(-1)),
                       "; the last dimension (head_dim) must be contiguous (call .contiguous())");
@@ -100,6 +103,29 @@ const int* int_vector(const c10::optional<at::Tensor>& t, const char* name, int6
   return t->data_ptr<int>();
 }
 
+warpflash::DType dtype_of(at::ScalarType type) {
+  if (type == at::kFloat8_e4m3fn) return warpflash::DType::kFloat8E4M3;
+  return type == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
+}
+
+// FP8's descales: fp32 (batch, heads_kv) on q's device (a one-element tensor is broadcast);
+// `kept` holds the contiguous copy the pointer refers to.
+const float* descale_of(const c10::optional<at::Tensor>& t, const char* name, const at::Tensor& q, int64_t batch,
+                        int64_t heads_kv, at::Tensor& kept) {
+  if (!t.has_value()) return nullptr;
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn, "warpflash: ", name, " is given with q of dtype ",
+                   python_dtype(q.scalar_type()), "; descales are for torch.float8_e4m3fn inputs");
+  TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
+                   "; it must be torch.float32");
+  TORCH_CHECK_VALUE(t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(), "; q is on ",
+                    q.device().str());
+  bool full = t->dim() == 2 && t->size(0) == batch && t->size(1) == heads_kv;
+  TORCH_CHECK_VALUE(full || t->numel() == 1, "warpflash: ", name, " has shape ", python_shape(*t), "; expected (",
+                    std::to_string(batch), ", ", std::to_string(heads_kv), ") (batch, heads_kv) or one element");
+  kept = full ? t->contiguous() : t->reshape({1, 1}).expand({batch, heads_kv}).contiguous();
+  return kept.data_ptr<float>();
+}
+
 struct ForwardOptions {
   double softmax_scale;
   bool causal;
@@ -140,7 +166,7 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
     sink = learnable_sink->to(at::kFloat).contiguous();
     args.learnable_sink = sink.data_ptr<float>();
   }
-  args.dtype = q.scalar_type() == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
+  args.dtype = dtype_of(q.scalar_type());
   if (packed) {
     args.shape = {batch, max_seqlen_q, max_seqlen_k, q.size(1), k.size(1), q.size(2), v.size(2)};
     args.total_q = q.size(0);
@@ -170,16 +196,24 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                                                const c10::optional<at::Tensor>& seqused_q,
                                                const c10::optional<at::Tensor>& seqused_k, int64_t max_seqlen_q,
                                                int64_t max_seqlen_k, const ForwardOptions& options,
-                                               const c10::optional<at::Tensor>& learnable_sink, bool with_lse) {
-  at::Tensor sink;
+                                               const c10::optional<at::Tensor>& learnable_sink, bool with_lse,
+                                               const c10::optional<at::Tensor>& q_descale,
+                                               const c10::optional<at::Tensor>& k_descale,
+                                               const c10::optional<at::Tensor>& v_descale) {
+  at::Tensor sink, q_descale_kept, k_descale_kept, v_descale_kept;
   warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                              max_seqlen_k, options, learnable_sink, sink);
+  args.q_descale = descale_of(q_descale, "q_descale", q, args.shape.batch, args.shape.heads_kv, q_descale_kept);
+  args.k_descale = descale_of(k_descale, "k_descale", q, args.shape.batch, args.shape.heads_kv, k_descale_kept);
+  args.v_descale = descale_of(v_descale, "v_descale", q, args.shape.batch, args.shape.heads_kv, v_descale_kept);
   c10::cuda::CUDAGuard device_guard(q.device());
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   bool packed = cu_seqlens_q.has_value();
   std::vector<int64_t> out_shape(q.sizes().begin(), q.sizes().end());
   out_shape.back() = v.size(-1);
-  at::Tensor out = at::empty(out_shape, q.options());
+  // FP8 inputs give a bfloat16 O.
+  bool fp8 = q.scalar_type() == at::kFloat8_e4m3fn;
+  at::Tensor out = at::empty(out_shape, fp8 ? q.options().dtype(at::kBFloat16) : q.options());
   at::Tensor lse;
   if (with_lse) {
     lse = packed ? at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat))
@@ -208,10 +242,13 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               int64_t max_seqlen_k, double softmax_scale, bool causal,
                                               int64_t window_left, int64_t window_right, int64_t attention_chunk,
                                               double softcap, const c10::optional<at::Tensor>& learnable_sink,
-                                              bool /*deterministic: the backward's*/) {
+                                              bool /*deterministic: the backward's*/,
+                                              const c10::optional<at::Tensor>& q_descale,
+                                              const c10::optional<at::Tensor>& k_descale,
+                                              const c10::optional<at::Tensor>& v_descale) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      {softmax_scale, causal, window_left, window_right, attention_chunk, softcap}, learnable_sink,
-                     /*with_lse=*/true);
+                     /*with_lse=*/true, q_descale, k_descale, v_descale);
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
@@ -221,10 +258,12 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
                                const c10::optional<at::Tensor>& seqused_q, const c10::optional<at::Tensor>& seqused_k,
                                int64_t max_seqlen_q, int64_t max_seqlen_k, double softmax_scale, bool causal,
                                int64_t window_left, int64_t window_right, int64_t attention_chunk, double softcap,
-                               const c10::optional<at::Tensor>& learnable_sink, bool return_lse) {
+                               const c10::optional<at::Tensor>& learnable_sink, bool return_lse,
+                               const c10::optional<at::Tensor>& q_descale, const c10::optional<at::Tensor>& k_descale,
+                               const c10::optional<at::Tensor>& v_descale) {
   auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                                 {softmax_scale, causal, window_left, window_right, attention_chunk, softcap},
-                                learnable_sink, return_lse);
+                                learnable_sink, return_lse, q_descale, k_descale, v_descale);
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
 }
@@ -267,14 +306,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_op(
   return {d_q, d_k, d_v, d_sink};
 }
 
+warpflash::DType dtype_named(const std::string& name) {
+  if (name == "float8_e4m3fn") return warpflash::DType::kFloat8E4M3;
+  return name == "bfloat16" ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(warpflash, m) {
   m.def(
       "forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, Tensor? seqused_q, "
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
-      "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False) -> "
-      "(Tensor out, Tensor lse)");
+      "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False, "
+      "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "
@@ -291,16 +335,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "compiled_head_dims",
       [](const std::string& dtype) {
-        return warpflash::compiled_head_dims(dtype == "bfloat16" ? warpflash::DType::kBFloat16
-                                                                 : warpflash::DType::kFloat16);
+        return warpflash::compiled_head_dims(dtype_named(dtype));
       },
-      "Head dims this build has kernels for (V's the same): compiled_head_dims('bfloat16' or 'float16')");
+      "Head dims this build has kernels for (V's the same): compiled_head_dims('bfloat16', 'float16' or "
+      "'float8_e4m3fn')");
   m.def(
       "compiled_head_dim_pairs",
       [](const std::string& dtype) {
         std::vector<std::pair<int, int>> pairs;
-        for (warpflash::HeadDims dims : warpflash::compiled_head_dim_pairs(
-                 dtype == "bfloat16" ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16)) {
+        for (warpflash::HeadDims dims : warpflash::compiled_head_dim_pairs(dtype_named(dtype))) {
           pairs.emplace_back(dims.qk, dims.v);
         }
         return pairs;

@@ -1,0 +1,75 @@
+"""The FP8 forward against its peers, interleaved per configuration on the same e4m3 inputs:
+warpflash (flash_attn_func with torch.float8_e4m3fn q, k, v), FlashAttention-3's FP8
+forward (PyPI fa3-fwd) where installed, and warpflash's BF16 forward on the same values
+for scale. The paper's workload (16k tokens, hidden 2048), descales 1; TFLOP/s by the
+forward's formula (halved when causal). Timing: CUDA events around each launch, median
+(bench_common.time_ms), implementations in turn per configuration.
+
+    python3 bench/fp8.py [--head-dims 64,128,256] [--seqlens 512,...] [--causal both|0|1]
+                         [--iters 50] [--check]
+"""
+import argparse
+import sys
+
+from bench_common import attention_flops, batch_for, causal_values, int_list, time_ms, tflops, HIDDEN
+
+
+def load_fa3():
+    try:
+        import fa3_fwd._C  # noqa: F401  (registers its operators)
+        import fa3_fwd_interface
+        return fa3_fwd_interface
+    except Exception as error:  # noqa: BLE001
+        print(f"# fa3: skipped: fa3-fwd not importable ({type(error).__name__}: {error})")
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--head-dims", type=int_list, default=[64, 128, 256])
+    parser.add_argument("--seqlens", type=int_list, default=[512, 1024, 2048, 4096, 8192, 16384])
+    parser.add_argument("--causal", choices=("both", "0", "1"), default="both")
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--check", action="store_true", help="compare the outputs with each other first")
+    args = parser.parse_args()
+    import torch
+    import warpflash
+
+    fa3 = load_fa3()
+    torch.manual_seed(0)
+    print("| d | causal | seqlen | warpflash fp8 | fa3 fp8 | ratio | warpflash bf16 |")
+    print("|---|---|---|---|---|---|---|")
+    for head_dim in args.head_dims:
+        heads = HIDDEN // head_dim
+        for causal in causal_values(args.causal):
+            for seqlen in args.seqlens:
+                batch = batch_for(seqlen)
+                shape = (batch, seqlen, heads, head_dim)
+                q16, k16, v16 = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+                q, k, v = (t.to(torch.float8_e4m3fn) for t in (q16, k16, v16))
+                impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=causal)}
+                if fa3 is not None:
+                    impls["fa3"] = lambda: fa3.flash_attn_func(q, k, v, causal=causal)
+                if head_dim in warpflash._C.compiled_head_dims("bfloat16"):
+                    impls["bf16"] = lambda: warpflash.flash_attn_func(q16, k16, v16, causal=causal)
+                if args.check:
+                    ours = impls["warpflash"]().float()
+                    for name in ("fa3",):
+                        if name in impls:
+                            theirs = impls[name]()
+                            theirs = (theirs[0] if isinstance(theirs, tuple) else theirs).float()
+                            diff = (ours - theirs).abs().max().item()
+                            print(f"# d {head_dim} causal {int(causal)} seqlen {seqlen}: max |warpflash - {name}| = {diff:.3g}")
+                ms = {name: time_ms(torch, fn, 5, args.iters) for name, fn in impls.items()}
+                flops = attention_flops(batch, heads, seqlen, seqlen, head_dim, causal)
+                rate = {name: tflops(flops, t) for name, t in ms.items()}
+                fa3_rate = f"{rate['fa3']:.0f}" if "fa3" in rate else "-"
+                ratio = f"{rate['warpflash'] / rate['fa3']:.2f}" if "fa3" in rate else "-"
+                bf16_rate = f"{rate['bf16']:.0f}" if "bf16" in rate else "-"
+                print(f"| {head_dim} | {int(causal)} | {seqlen} | {rate['warpflash']:.0f} | {fa3_rate} | {ratio} | "
+                      f"{bf16_rate} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""flash_attn_func with torch.float8_e4m3fn q, k, v (FlashAttention-3's FP8 call) on a
+Hopper GPU, against a float64 reference of the dequantized inputs: the error is at most
+twice that of the same attention with only P rounded to e4m3 (plus bf16's rounding of O)."""
+import pytest
+import torch
+
+from conftest import requires_hopper
+from test_forward import attention_reference
+from warpflash import _C, flash_attn_func, flash_attn_varlen_func
+
+pytestmark = requires_hopper
+
+HEAD_DIMS = [64, 128, 256]
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv)
+SHAPES = [(1, 1, 1, 1, 1), (2, 17, 129, 2, 2), (1, 1000, 1000, 8, 2), (2, 300, 300, 4, 1), (1, 129, 4097, 2, 2)]
+
+
+def skip_unless_compiled(head_dim):
+    if head_dim not in _C.compiled_head_dims("float8_e4m3fn"):
+        pytest.skip(f"d{head_dim} is not in this build's FP8 kernels ({_C.compiled_head_dims('float8_e4m3fn')})")
+
+
+def quantized(shape, scale, heads_kv):
+    """e4m3 codes of N(0, scale^2) values with one descale per (batch, K/V head) of the
+    heads they hold, the descales (batch, heads_kv), and the dequantized float64 values."""
+    x = torch.randn(shape, device="cuda", dtype=torch.float64) * scale
+    b, s, h, d = shape
+    groups = x.reshape(b, s, heads_kv, h // heads_kv, d)
+    descale = (groups.abs().amax(dim=(1, 3, 4)) / 448.0).clamp_min(1e-12).float()
+    codes = (groups / descale[:, None, :, None, None]).to(torch.float8_e4m3fn).reshape(shape)
+    values = (codes.double().reshape(b, s, heads_kv, h // heads_kv, d) * descale[:, None, :, None, None]).reshape(shape)
+    return codes, descale, values
+
+
+def p_rounded_reference(q, k, v, scale, causal):
+    """Exact attention but for P = exp(s - rowmax) rounded to e4m3 before P V."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    qt = q.transpose(1, 2)
+    kt = k.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    vt = v.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    scores = (qt @ kt.transpose(-1, -2)) * scale
+    if causal:
+        row = torch.arange(sq, device=q.device)[:, None] + sk - sq
+        scores = scores.masked_fill(torch.arange(sk, device=q.device)[None, :] > row, float("-inf"))
+    row_max = scores.amax(dim=-1, keepdim=True).nan_to_num(0.0, neginf=0.0)
+    p = torch.exp(scores - row_max)
+    out = p.to(torch.float8_e4m3fn).double() @ vt / p.sum(dim=-1, keepdim=True)
+    return out.nan_to_num(0.0).transpose(1, 2)
+
+
+def check(out, q, k, v, scale, causal, lse=None):
+    reference, reference_lse = attention_reference(q, k, v, scale, causal)
+    rounded = p_rounded_reference(q, k, v, scale, causal)
+    assert out.dtype == torch.bfloat16
+    err = (out.double() - reference).norm() / reference.norm().clamp_min(1e-300)
+    err_p = (rounded - reference).norm() / reference.norm().clamp_min(1e-300)
+    assert err <= 2 * err_p + 2 ** -8, f"relative L2 error {err:.3g}, P rounded to e4m3: {err_p:.3g}"
+    if lse is not None:
+        finite = torch.isfinite(reference_lse)
+        assert torch.allclose(lse.double()[finite], reference_lse[finite], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=lambda d: f"d{d}")
+def test_fp8_with_descales(head_dim, causal, shape):
+    skip_unless_compiled(head_dim)
+    b, sq, sk, hq, hkv = shape
+    torch.manual_seed(sum(shape) + head_dim)
+    q, q_descale, q_values = quantized((b, sq, hq, head_dim), 3.0, hkv)
+    k, k_descale, k_values = quantized((b, sk, hkv, head_dim), 0.5, hkv)
+    v, v_descale, v_values = quantized((b, sk, hkv, head_dim), 2.0, hkv)
+    scale = head_dim ** -0.5
+    out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True, q_descale=q_descale, k_descale=k_descale,
+                               v_descale=v_descale)
+    check(out, q_values, k_values, v_values, scale, causal, lse)
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=lambda d: f"d{d}")
+def test_fp8_without_descales_and_compiled(head_dim):
+    skip_unless_compiled(head_dim)
+    torch.manual_seed(head_dim)
+    q, k, v = (torch.randn(2, 257, 4, head_dim, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    out = flash_attn_func(q, k, v, causal=True)
+    check(out, q.double(), k.double(), v.double(), head_dim ** -0.5, True)
+    compiled = torch.compile(lambda q, k, v: flash_attn_func(q, k, v, causal=True), fullgraph=True)
+    assert torch.equal(compiled(q, k, v), out)
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=lambda d: f"d{d}")
+def test_fp8_varlen(head_dim):
+    skip_unless_compiled(head_dim)
+    torch.manual_seed(1 + head_dim)
+    lengths = [17, 0, 300, 129]
+    cu = torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)), device="cuda", dtype=torch.int32)
+    total = int(cu[-1])
+    q, k, v = (torch.randn(total, 4, head_dim, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    out = flash_attn_varlen_func(q, k, v, cu, cu, max(lengths), max(lengths), causal=True)
+    for b, n in enumerate(lengths):
+        if n == 0:
+            continue
+        rows = slice(int(cu[b]), int(cu[b + 1]))
+        check(out[None, rows], q[None, rows].double(), k[None, rows].double(), v[None, rows].double(),
+              head_dim ** -0.5, True)
+
+
+def test_fp8_errors_name_the_argument():
+    skip_unless_compiled(128)
+    q = torch.randn(1, 64, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="q_descale has shape"):
+        flash_attn_func(q, q, q, q_descale=torch.ones(3, device="cuda"))
+    with pytest.raises(TypeError, match="k_descale has dtype torch.float16"):
+        flash_attn_func(q, q, q, k_descale=torch.ones(1, 2, device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="softcap"):
+        flash_attn_func(q, q, q, softcap=5.0)
+    q16 = q.to(torch.bfloat16)
+    with pytest.raises(TypeError, match="descales are for torch.float8_e4m3fn"):
+        flash_attn_func(q16, q16, q16, v_descale=torch.ones(1, 2, device="cuda"))
