@@ -1,7 +1,8 @@
 """The FP8 forward against its peers, interleaved per configuration on the same e4m3 inputs:
 warpflash (flash_attn_func with torch.float8_e4m3fn q, k, v), FlashAttention-3's FP8
-forward (PyPI fa3-fwd) where installed, and warpflash's BF16 forward on the same values
-for scale. The paper's workload (16k tokens, hidden 2048), descales 1; TFLOP/s by the
+forward (PyPI fa3-fwd) and cuDNN's FP8 SDPA (nvidia-cudnn-frontend, bench/cudnn_fp8.py: per-tensor
+descales, an FP8 O as Hopper's cuDNN requires) where installed, and warpflash's BF16
+forward on the same values for scale. The paper's workload (16k tokens, hidden 2048), descales 1; TFLOP/s by the
 forward's formula (halved when causal). Timing: CUDA events around each launch, median
 (bench_common.time_ms), implementations in turn per configuration.
 
@@ -24,6 +25,15 @@ def load_fa3():
         return None
 
 
+def load_cudnn():
+    try:
+        from cudnn_fp8 import make_cudnn_fp8_sdpa
+        return make_cudnn_fp8_sdpa
+    except Exception as error:  # noqa: BLE001
+        print(f"# cudnn: skipped: nvidia-cudnn-frontend not importable ({type(error).__name__}: {error})")
+        return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--head-dims", type=int_list, default=[64, 128, 256])
@@ -36,9 +46,10 @@ def main():
     import warpflash
 
     fa3 = load_fa3()
+    make_cudnn = load_cudnn()
     torch.manual_seed(0)
-    print("| d | causal | seqlen | warpflash fp8 | fa3 fp8 | ratio | warpflash bf16 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| d | causal | seqlen | warpflash fp8 | fa3 fp8 | cudnn fp8 | vs faster peer | warpflash bf16 |")
+    print("|---|---|---|---|---|---|---|---|")
     for head_dim in args.head_dims:
         heads = HIDDEN // head_dim
         for causal in causal_values(args.causal):
@@ -50,11 +61,16 @@ def main():
                 impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=causal)}
                 if fa3 is not None:
                     impls["fa3"] = lambda: fa3.flash_attn_func(q, k, v, causal=causal)
+                if make_cudnn is not None:
+                    try:
+                        impls["cudnn"] = make_cudnn(q, k, v, causal)
+                    except Exception as error:  # noqa: BLE001
+                        print(f"# cudnn: d {head_dim} causal {int(causal)} seqlen {seqlen}: {type(error).__name__}: {error}")
                 if head_dim in warpflash._C.compiled_head_dims("bfloat16"):
                     impls["bf16"] = lambda: warpflash.flash_attn_func(q16, k16, v16, causal=causal)
                 if args.check:
                     ours = impls["warpflash"]().float()
-                    for name in ("fa3",):
+                    for name in ("fa3", "cudnn"):
                         if name in impls:
                             theirs = impls[name]()
                             theirs = (theirs[0] if isinstance(theirs, tuple) else theirs).float()
@@ -63,11 +79,11 @@ def main():
                 ms = {name: time_ms(torch, fn, 5, args.iters) for name, fn in impls.items()}
                 flops = attention_flops(batch, heads, seqlen, seqlen, head_dim, causal)
                 rate = {name: tflops(flops, t) for name, t in ms.items()}
-                fa3_rate = f"{rate['fa3']:.0f}" if "fa3" in rate else "-"
-                ratio = f"{rate['warpflash'] / rate['fa3']:.2f}" if "fa3" in rate else "-"
-                bf16_rate = f"{rate['bf16']:.0f}" if "bf16" in rate else "-"
-                print(f"| {head_dim} | {int(causal)} | {seqlen} | {rate['warpflash']:.0f} | {fa3_rate} | {ratio} | "
-                      f"{bf16_rate} |", flush=True)
+                cells = {name: f"{rate[name]:.0f}" if name in rate else "-" for name in ("fa3", "cudnn", "bf16")}
+                peers = [rate[name] for name in ("fa3", "cudnn") if name in rate]
+                ratio = f"{rate['warpflash'] / max(peers):.2f}" if peers else "-"
+                print(f"| {head_dim} | {int(causal)} | {seqlen} | {rate['warpflash']:.0f} | {cells['fa3']} | "
+                      f"{cells['cudnn']} | {ratio} | {cells['bf16']} |", flush=True)
     return 0
 
 

@@ -95,6 +95,16 @@ TEST(DispatchTable, EveryPickedVariantIsCompiled) {
   }
 }
 
+// FP8 has one kernel per head dim, the general loop, for every problem.
+TEST(DispatchTable, Fp8KernelsServeEveryProblem) {
+  for (int head_dim : compiled_head_dims(DType::kFloat8E4M3)) {
+    for (bool plain : {false, true}) {
+      EXPECT_NE(find_forward_launcher(DType::kFloat8E4M3, head_dim, head_dim, ForwardVariant::kDefault, plain), nullptr)
+          << "e4m3 d" << head_dim;
+    }
+  }
+}
+
 TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(64, true, 2048, 2048), ForwardVariant::kShortCausal);
   EXPECT_EQ(forward_variant(64, true, 1, 1), ForwardVariant::kShortCausal);
@@ -108,7 +118,7 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(128, false, 16384, 16384), ForwardVariant::kLongClustered);
   EXPECT_EQ(forward_variant(128, false, 16383 - 127, 16384), ForwardVariant::kLong);  // 127 m-blocks
   EXPECT_EQ(forward_variant(128, true, 16384, 16384), ForwardVariant::kLong);
-  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(256, false, 16384, 16384), ForwardVariant::kDefault);  // no clustered d=256
   EXPECT_EQ(forward_variant(256, false, 16384, 8191), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(256, false, 16385, 16384), ForwardVariant::kDefault);  // 129 m-blocks
   EXPECT_EQ(forward_variant(256, true, 16384, 16384), ForwardVariant::kDefault);
@@ -126,7 +136,8 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_tile_config(64, 64, ForwardVariant::kShortCausal).block_m, 128);
   EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLong).block_m, 128);
   EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
-  EXPECT_EQ(forward_tile_config(256, 256, ForwardVariant::kLongClustered).block_m, kClusteredBlockM);
+  EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kDefault, /*fp8=*/true).block_n, 128);
+  EXPECT_EQ(forward_tile_config(256, 256, ForwardVariant::kDefault, /*fp8=*/true).block_n, 64);
   EXPECT_EQ(forward_tile_config(128, 128, ForwardVariant::kLongClustered).cluster_m, 2);
   EXPECT_EQ(forward_tile_config(192, 192).block_n, 112);
   EXPECT_EQ(forward_tile_config(192, 128).block_n, 128);

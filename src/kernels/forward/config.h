@@ -70,11 +70,11 @@ struct ForwardTileConfig {
 //   stored from registers) +15% at 512 and +2% at 1k, +25% / +12% at causal 512 / 1k,
 //   +4% at causal 2k; over 128 x 48 with an O buffer +2% at 512 and +4% at causal 2k,
 //   -2.5% at causal 512.
-// - kLongClustered, d=128 and d=256 without a causal mask, at least 8k keys and an even
-//   number of 128-row m-blocks (a cluster computes two neighbouring ones): d=128's long
-//   tiles (128 x 160) or d=256's default ones (128 x 80) in clusters of two CTAs that
-//   multicast each K/V block, halving what L2 serves; at 16k +2% (d=128) and +3.5%
-//   (d=256); clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up.
+// - kLongClustered, d=128 without a causal mask, at least 8k keys and an even number of
+//   128-row m-blocks (a cluster computes two neighbouring ones): the long tiles (128 x 160)
+//   in clusters of two CTAs that multicast each K/V block, halving what L2 serves; +2% at
+//   16k; clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up. (d=256's, +3.5% at
+//   16k non-causal, made room in the kernel budget for the FP8 kernels: docs/perf-notes.md.)
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
 constexpr const char* forward_variant_name(ForwardVariant variant) {
   constexpr const char* kNames[] = {"default", "short causal", "long", "short", "long clustered"};
@@ -96,7 +96,7 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
                                          bool uniform_tiles = true) {
   if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
   bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
-  if ((head_dim == 128 || head_dim == 256) && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
+  if (head_dim == 128 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
     return ForwardVariant::kLongClustered;
   }
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
@@ -120,8 +120,7 @@ constexpr ForwardTileConfig forward_tile_config(int head_dim, int head_dim_v,
   if (variant == ForwardVariant::kShortCausal) return ForwardTileConfig{128, 128, 2, 2};
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1};
   if (variant == ForwardVariant::kLongClustered) {
-    return head_dim == 128 ? ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1, /*cluster_m=*/2, /*split_tail=*/true}
-                           : ForwardTileConfig{128, 80, 2, 2, /*q_stages=*/1, /*cluster_m=*/2, /*split_tail=*/true};
+    return ForwardTileConfig{128, 160, 2, 2, /*q_stages=*/1, /*cluster_m=*/2, /*split_tail=*/true};
   }
   if (variant == ForwardVariant::kShort) return ForwardTileConfig{128, 64, 2, 2, /*q_stages=*/1};
 #if defined(WARPFLASH_TILES_D64)

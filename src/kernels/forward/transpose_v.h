@@ -11,8 +11,9 @@
 // fragment.h).
 #pragma once
 
+#include <cute/arch/copy_sm75.hpp>
+#include <cute/arch/copy_sm90.hpp>
 #include <cute/tensor.hpp>
-#include <cutlass/arch/barrier.h>
 
 namespace warpflash::kernels {
 
@@ -25,49 +26,35 @@ struct TransposeV {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDimV = Traits::kHeadDimV;
   static constexpr int kWarps = Traits::kTransposeThreads / 32;
-  // A warp moves slabs of 16 keys: each lane reads 4 columns of the 16 rows (one 4-byte
-  // load per row, a warp's loads of a row cover it: no bank conflicts) and writes 4 rows of
-  // V^T, 16 keys each (one 16-byte store per row).
-  static constexpr int kLanesPerRow = kHeadDimV >= 128 ? 32 : kHeadDimV / 4;
-  static constexpr int kGroupsPerWarp = 32 / kLanesPerRow;  // of 16 keys, side by side
-  static constexpr int kColumnBlocks = kHeadDimV / (4 * kLanesPerRow);
-  static constexpr int kSlabs = kBlockN / 16 / kGroupsPerWarp * kColumnBlocks;
-  static_assert(kBlockN % (16 * kGroupsPerWarp) == 0 && kHeadDimV % (4 * kLanesPerRow) == 0, "whole slabs");
+  // A warp moves units of 16 keys x 32 columns with one ldmatrix.trans and one stmatrix
+  // of four 8 x 8 16-bit matrices each: ldmatrix.trans gives a thread two neighbouring
+  // keys of two neighbouring columns (16-bit pairs of bytes), keys k, k + 1 of the first
+  // 8 keys and k + 8, k + 9 of the next 8 in two registers, and two byte permutes make of
+  // them the permuted 4-key words of both columns' V^T rows (keys 2 t, 2 t + 1, 2 t + 8,
+  // 2 t + 9 at V^T column 4 t).
+  static constexpr int kUnitsPerKeys = kHeadDimV / 32;
+  static constexpr int kUnits = kBlockN / 16 * kUnitsPerKeys;
+  static_assert(kBlockN % 16 == 0 && kHeadDimV % 32 == 0, "whole units");
 
   // One block: V stage `v_stage` into V^T stage `vt_stage`, by transposer thread `tid` in
   // [0, kTransposeThreads).
   template <class SmemV, class SmemVt>
   CUTE_DEVICE static void block(SmemV const& sV, SmemVt& sVt, int v_stage, int vt_stage, int tid) {
     int warp = tid / 32, lane = tid % 32;
-    int group_in_warp = lane / kLanesPerRow;
-    int column = 4 * (lane % kLanesPerRow);
-    // The four rows a lane writes, in a lane-dependent order: the 16-byte stores of 8
-    // neighbouring lanes then go to 8 different rows mod 8, i.e. 8 different 16-byte
-    // slots of the swizzled V^T (conflict-free).
-    int rotation = (lane >> 1) & 3;
-#pragma unroll 1
-    for (int slab = warp; slab < kSlabs; slab += kWarps) {
-      int key0 = 16 * (slab / kColumnBlocks * kGroupsPerWarp + group_in_warp);
-      int col = (slab % kColumnBlocks) * 4 * kLanesPerRow + column;
-      // Addresses from these each time: hoisted out of the loop, the 20 lane-dependent
-      // parts took more than the producer's 56 registers.
-      asm volatile("" : "+r"(key0), "+r"(col));
-      uint32_t rows[16];  // keys key0 .. key0 + 15, columns col .. col + 3
-      CUTLASS_PRAGMA_UNROLL
-      for (int s = 0; s < 16; ++s) rows[s] = *reinterpret_cast<uint32_t const*>(&sV(key0 + s, col, v_stage));
-      CUTLASS_PRAGMA_UNROLL
-      for (int step = 0; step < 4; ++step) {
-        int i = (step + rotation) & 3;
-        uint32_t pick = uint32_t(i) | uint32_t(i + 4) << 4;  // byte i of each of two words
-        uint32_t out[4];
-        CUTLASS_PRAGMA_UNROLL
-        for (int t = 0; t < 4; ++t) {
-          uint32_t low = __byte_perm(rows[2 * t], rows[2 * t + 1], pick);
-          uint32_t high = __byte_perm(rows[2 * t + 8], rows[2 * t + 9], pick);
-          out[t] = __byte_perm(low, high, 0x5410);
-        }
-        *reinterpret_cast<uint4*>(&sVt(col + i, key0, vt_stage)) = make_uint4(out[0], out[1], out[2], out[3]);
-      }
+    // ldmatrix: lanes 8 i .. 8 i + 7 address the 8 rows (keys) of matrix i: keys 0-7 and
+    // 8-15 of the unit's first 16 columns, then of its second 16.
+    int load_key = (lane & 7) + 8 * ((lane >> 3) & 1), load_col = 16 * (lane >> 4);
+    // stmatrix: matrix i's rows are V^T rows (columns of V) 2 r + i % 2 + 16 (i / 2).
+    int store_row = 2 * (lane & 7) + ((lane >> 3) & 1) + 16 * (lane >> 4);
+    CUTLASS_PRAGMA_UNROLL
+    for (int unit = warp; unit < kUnits; unit += kWarps) {
+      int key0 = 16 * (unit / kUnitsPerKeys), col0 = 32 * (unit % kUnitsPerKeys);
+      uint32_t r0, r1, r2, r3;
+      SM75_U16x8_LDSM_T::copy(*reinterpret_cast<uint128_t const*>(&sV(key0 + load_key, col0 + load_col, v_stage)), r0,
+                              r1, r2, r3);
+      SM90_U32x4_STSM_N::copy(__byte_perm(r0, r1, 0x6420), __byte_perm(r0, r1, 0x7531), __byte_perm(r2, r3, 0x6420),
+                              __byte_perm(r2, r3, 0x7531),
+                              *reinterpret_cast<uint128_t*>(&sVt(col0 + store_row, key0, vt_stage)));
     }
   }
 };
