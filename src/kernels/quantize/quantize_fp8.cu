@@ -89,6 +89,13 @@ __device__ float nudged(float x, int ulps) {
   return __uint_as_float(moved | (bits & 0x80000000u));
 }
 
+// The rare path of e4m3_pair_exact, out of line so that the unrolled loops stay small.
+__device__ __noinline__ uint16_t e4m3_pair_from_double(float x, float y, float amax) {
+  const double scale = amax > 0.f ? __ddiv_rn(amax, 448.0) : 1.0;
+  return uint16_t(__nv_cvt_double_to_fp8(__ddiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3) |
+                  __nv_cvt_double_to_fp8(__ddiv_rn(y, scale), __NV_SATFINITE, __NV_E4M3) << 8);
+}
+
 // e4m3(x / scale) as the reference rounds it, scale = amax / 448 (1 for amax 0): the fp32
 // quotient x * (448 / amax) is within 2 ulps of the exact one, so when both ends of +-4
 // ulps round alike that is the answer; otherwise (near a tie) the quotient in double.
@@ -96,9 +103,7 @@ __device__ uint16_t e4m3_pair_exact(float x, float y, float inverse_scale, float
   const float qx = x * inverse_scale, qy = y * inverse_scale;
   const uint16_t low = e4m3_pair(nudged(qx, -4), nudged(qy, -4));
   if (low == e4m3_pair(nudged(qx, 4), nudged(qy, 4))) return low;
-  const double scale = amax > 0.f ? __ddiv_rn(amax, 448.0) : 1.0;
-  return uint16_t(__nv_cvt_double_to_fp8(__ddiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3) |
-                  __nv_cvt_double_to_fp8(__ddiv_rn(y, scale), __NV_SATFINITE, __NV_E4M3) << 8);
+  return e4m3_pair_from_double(x, y, amax);
 }
 
 // The Sylvester Hadamard transform (unnormalized) of the kN values of one thread.
