@@ -7,10 +7,10 @@
 // past 128 rows reads twice (an amax pass first), 5 per element.
 //
 // Arithmetic is IEEE fp32 (this file is compiled without fast-math's flush-to-zero and
-// approximate division, see src/CMakeLists.txt), so without the transform every byte
-// equals the double-precision reference's rounding: a value whose fp32 quotient lies
-// within a few ulps of an e4m3 rounding tie is rounded again from a double quotient, as
-// the reference computes it.
+// approximate division, see src/CMakeLists.txt). Without the transform every byte equals
+// the double-precision reference's (e4m3_rounding.h says how); with it, the transform's
+// fp32 rounding can move a value that lies within an fp32 rounding of an e4m3 tie to the
+// neighbouring code.
 #include "kernels/quantize/quantize_fp8.h"
 
 #include <algorithm>
@@ -18,10 +18,10 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "kernels/attention/check_cuda.h"
+#include "kernels/quantize/e4m3_rounding.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -78,34 +78,6 @@ __device__ float scale_of(float amax, double divisor) {
   return amax > 0.f ? static_cast<float>(__ddiv_rn(amax, divisor)) : 1.f;
 }
 
-__device__ uint16_t e4m3_pair(float x, float y) {
-  return __nv_cvt_float2_to_fp8x2(make_float2(x, y), __NV_SATFINITE, __NV_E4M3);
-}
-
-// x moved by `ulps` units in the last place, away from zero (ulps > 0) or towards it.
-__device__ float nudged(float x, int ulps) {
-  const uint32_t bits = __float_as_uint(x), magnitude = bits & 0x7fffffffu;
-  const uint32_t moved = ulps > 0 ? magnitude + ulps : (magnitude > uint32_t(-ulps) ? magnitude + ulps : 0u);
-  return __uint_as_float(moved | (bits & 0x80000000u));
-}
-
-// The rare path of e4m3_pair_exact, out of line so that the unrolled loops stay small.
-__device__ __noinline__ uint16_t e4m3_pair_from_double(float x, float y, float amax) {
-  const double scale = amax > 0.f ? __ddiv_rn(amax, 448.0) : 1.0;
-  return uint16_t(__nv_cvt_double_to_fp8(__ddiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3) |
-                  __nv_cvt_double_to_fp8(__ddiv_rn(y, scale), __NV_SATFINITE, __NV_E4M3) << 8);
-}
-
-// e4m3(x / scale) as the reference rounds it, scale = amax / 448 (1 for amax 0): the fp32
-// quotient x * (448 / amax) is within 2 ulps of the exact one, so when both ends of +-4
-// ulps round alike that is the answer; otherwise (near a tie) the quotient in double.
-__device__ uint16_t e4m3_pair_exact(float x, float y, float inverse_scale, float amax) {
-  const float qx = x * inverse_scale, qy = y * inverse_scale;
-  const uint16_t low = e4m3_pair(nudged(qx, -4), nudged(qy, -4));
-  if (low == e4m3_pair(nudged(qx, 4), nudged(qy, 4))) return low;
-  return e4m3_pair_from_double(x, y, amax);
-}
-
 // The Sylvester Hadamard transform (unnormalized) of the kN values of one thread.
 template <int kN>
 __device__ void hadamard_in_thread(float (&x)[kN]) {
@@ -136,7 +108,7 @@ __device__ void hadamard_across_lanes(float (&x)[kN], int lane) {
 }
 
 template <class Element, int kHeadDim, bool kHadamard>
-__global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32) quantize_fp8_kernel(const QuantizeParams p) {
+__global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32, 1) quantize_fp8_kernel(const QuantizeParams p) {
   using Layout = RowLayout<kHeadDim>;
   constexpr int kLanes = Layout::kLanes, kVectors = Layout::kVectors, kSlices = Layout::kSlices;
   static_assert(!kHadamard || kLanes == 8, "the signs of lane l's vector k are byte l of sign word k");
@@ -150,18 +122,9 @@ __global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32) quantize_
   const int first_row = chunk * p.chunk_rows + warp * Layout::kRowsPerWarp + lane / kLanes;
   auto row_of = [&](int slice) { return first_row + slice * Layout::kGroups; };
 
-  // The sign bits of this lane's 16-bit elements, as xor masks of each 32-bit pair.
-  uint32_t sign_masks[kVectors][4];
-#pragma unroll
-  for (int k = 0; k < kVectors; ++k) {
-    const uint32_t byte = kHadamard ? uint32_t(p.sign_bits[k] >> (8 * lane_in_row)) & 0xffu : 0u;
-#pragma unroll
-    for (int t = 0; t < 4; ++t) sign_masks[k][t] = ((byte >> (2 * t)) & 1u) << 15 | ((byte >> (2 * t + 1)) & 1u) << 31;
-  }
-
-  // Load every row first (all loads in flight at once), then transform.
-  float values[kSlices][Layout::kValues];
-  float local_amax = 0.f;
+  // Load every row first, all loads in flight at once, as 16-bit pairs with the random
+  // signs applied (xor of the sign bits).
+  uint32_t pairs[kSlices][kVectors * 4];
 #pragma unroll
   for (int s = 0; s < kSlices; ++s) {
     const bool in_range = row_of(s) < p.seqlen;
@@ -170,25 +133,41 @@ __global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32) quantize_
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
       const uint4 raw = in_range ? __ldg(row + k * kLanes + lane_in_row) : make_uint4(0, 0, 0, 0);
-      const uint32_t pairs[4] = {raw.x ^ sign_masks[k][0], raw.y ^ sign_masks[k][1], raw.z ^ sign_masks[k][2],
-                                 raw.w ^ sign_masks[k][3]};
+      const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+      const uint32_t sign_byte = kHadamard ? uint32_t(p.sign_bits[k] >> (8 * lane_in_row)) & 0xffu : 0u;
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
-        const float2 f = to_float2(Element{}, pairs[t]);
-        values[s][k * 8 + 2 * t] = f.x;
-        values[s][k * 8 + 2 * t + 1] = f.y;
+        const uint32_t signs = ((sign_byte >> (2 * t)) & 1u) << 15 | ((sign_byte >> (2 * t + 1)) & 1u) << 31;
+        pairs[s][k * 4 + t] = words[t] ^ signs;
       }
     }
   }
+  // Without the transform the pairs are the values (half the registers of fp32); with it,
+  // the transformed rows in fp32.
+  float transformed[kSlices][kHadamard ? Layout::kValues : 1] = {};
+  auto value = [&](int s, int i) {
+    if constexpr (kHadamard) return transformed[s][i];
+    const float2 f = to_float2(Element{}, pairs[s][i / 2]);
+    return i % 2 ? f.y : f.x;
+  };
+  if constexpr (kHadamard) {
 #pragma unroll
-  for (int s = 0; s < kSlices; ++s) {
-    if constexpr (kHadamard) {
-      hadamard_in_thread(values[s]);
-      hadamard_across_lanes<kLanes>(values[s], lane);
+    for (int s = 0; s < kSlices; ++s) {
+#pragma unroll
+      for (int i = 0; i < Layout::kValues; i += 2) {
+        const float2 f = to_float2(Element{}, pairs[s][i / 2]);
+        transformed[s][i] = f.x;
+        transformed[s][i + 1] = f.y;
+      }
+      hadamard_in_thread(transformed[s]);
+      hadamard_across_lanes<kLanes>(transformed[s], lane);
     }
-#pragma unroll
-    for (int i = 0; i < Layout::kValues; ++i) local_amax = fmaxf(local_amax, fabsf(values[s][i]));  // drops NaN
   }
+  float local_amax = 0.f;
+#pragma unroll
+  for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+    for (int i = 0; i < Layout::kValues; ++i) local_amax = fmaxf(local_amax, fabsf(value(s, i)));  // drops NaN
 
   // The chunk's amax: a warp reduction of the (non-negative, so integer-ordered) fp32
   // bits, then one word per warp in shared memory.
@@ -211,18 +190,21 @@ __global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32) quantize_
     if (threadIdx.x == 0) p.scales[head_index * p.num_chunks + chunk] = scale_of(amax, p.scale_divisor);
   }
 
-  // Groups below 2^-100 (fp32 subnormals included) are scaled up by an exact power of two
-  // first, so that 448 / amax stays finite; the quotients do not change.
-  if (amax < 0x1p-100f) {
-    amax *= 0x1p100f;
-#pragma unroll
-    for (int s = 0; s < kSlices; ++s)
-#pragma unroll
-      for (int i = 0; i < Layout::kValues; ++i) values[s][i] *= 0x1p100f;
-  }
-  // The values are unnormalized (the transform's 1 / sqrt(n) is in scale_divisor), so
-  // value / scale = value * 448 / amax either way.
-  const float inverse_scale = amax > 0.f ? __fdiv_rn(kE4m3Max, amax) : 1.f;
+  // value / scale = 448 value / amax (with the transform the values are unnormalized: its
+  // 1 / sqrt(n) is in scale_divisor). Past 2^+-100, amax and the numerators are scaled by
+  // an exact power of two, which keeps 448 value and 1 / amax finite and normal and the
+  // quotients unchanged; an all-zero group (scale 1) divides by 1. With the transform the
+  // values are rounded already and a plain product will do; without it, each byte is the
+  // reference's (e4m3_rounding.h).
+  const float prescale = amax < 0x1p-100f ? 0x1p100f : (amax > 0x1p100f ? 0x1p-100f : 1.f);
+  const float divisor = amax > 0.f ? amax * prescale : 1.f;
+  const float numerator_factor = kE4m3Max * prescale, inverse_divisor = __frcp_rn(divisor);
+  const TieRule rule = kHadamard ? TieRule{} : tie_rule(divisor);
+  auto quotient = [&](float x) {
+    const float numerator = x * numerator_factor;
+    return kHadamard ? numerator * inverse_divisor
+                     : tie_adjusted(e4m3_quotient(numerator, divisor, inverse_divisor), rule);
+  };
 #pragma unroll
   for (int s = 0; s < kSlices; ++s) {
     if (row_of(s) >= p.seqlen) continue;
@@ -230,17 +212,10 @@ __global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32) quantize_
                                           int64_t(row_of(s)) * p.out_seqlen_stride + head * p.out_head_stride);
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
-      uint32_t codes[2];
+      uint32_t codes[4];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float* v = &values[s][k * 8 + 4 * half];
-        const uint32_t low = kHadamard ? e4m3_pair(v[0] * inverse_scale, v[1] * inverse_scale)
-                                       : e4m3_pair_exact(v[0], v[1], inverse_scale, amax);
-        const uint32_t high = kHadamard ? e4m3_pair(v[2] * inverse_scale, v[3] * inverse_scale)
-                                        : e4m3_pair_exact(v[2], v[3], inverse_scale, amax);
-        codes[half] = low | high << 16;
-      }
-      row[k * kLanes + lane_in_row] = make_uint2(codes[0], codes[1]);
+      for (int t = 0; t < 4; ++t) codes[t] = e4m3_pair(quotient(value(s, k * 8 + 2 * t)), quotient(value(s, k * 8 + 2 * t + 1)));
+      row[k * kLanes + lane_in_row] = make_uint2(codes[0] | codes[1] << 16, codes[2] | codes[3] << 16);
     }
   }
 }
