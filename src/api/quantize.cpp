@@ -27,8 +27,8 @@ Status invalid(const std::string& message) { return Status::InvalidArgument(conc
 Status not_supported(const std::string& message) { return Status::NotSupported(concat(kApi, ": ", message)); }
 
 Status check_size(const char* name, int64_t value, int64_t min, int64_t max) {
-  if (value < min || value > max) return invalid(concat(name, " = ", value, " is out of range: allowed is ", min, " to ", max));
-  return Status::Ok();
+  if (value >= min && value <= max) return Status::Ok();
+  return invalid(concat(name, " = ", value, " is out of range: allowed is ", min, " to ", max));
 }
 
 bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }

@@ -77,7 +77,8 @@ TEST(QuantizeValidation, HeadDimBlockRowsAndHadamard) {
   args.head_dim = -64;
   expect_error(args, StatusCode::kInvalidArgument, {"head_dim = -64"});
   args = valid_args(), args.block_rows = 32;
-  expect_error(args, StatusCode::kNotSupported, {"block_rows = 32 is not supported", "0 (one scale per (batch, head)), 64, 128"});
+  expect_error(args, StatusCode::kNotSupported,
+               {"block_rows = 32 is not supported", "0 (one scale per (batch, head)), 64, 128"});
   args.block_rows = 256;
   expect_error(args, StatusCode::kNotSupported, {"block_rows = 256"});
   args.block_rows = -1;

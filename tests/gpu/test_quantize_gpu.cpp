@@ -166,7 +166,9 @@ TEST_P(QuantizeGpuTest, MatchesReference) {
         const int64_t r0 = block * group_rows, r1 = std::min(shape.seqlen, r0 + group_rows);
         double amax = 0;
         for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::fabs(x[((b * shape.seqlen + r) * shape.heads + h) * d + c]));
+          for (int64_t c = 0; c < d; ++c) {
+            amax = std::max(amax, std::fabs(x[((b * shape.seqlen + r) * shape.heads + h) * d + c]));
+          }
         const double scale = amax > 0 ? amax / reference::kE4m3Max : 1.0;
         const double got_scale = scales[kGuard + (b * shape.heads + h) * num_blocks + block];
         const bool scale_ok = param.hadamard ? std::fabs(got_scale - scale) <= kHadamardScaleTolerance * scale

@@ -214,7 +214,9 @@ __global__ void __launch_bounds__(RowLayout<kHeadDim>::kMaxWarps * 32, 1) quanti
     for (int k = 0; k < kVectors; ++k) {
       uint32_t codes[4];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) codes[t] = e4m3_pair(quotient(value(s, k * 8 + 2 * t)), quotient(value(s, k * 8 + 2 * t + 1)));
+      for (int t = 0; t < 4; ++t) {
+        codes[t] = e4m3_pair(quotient(value(s, k * 8 + 2 * t)), quotient(value(s, k * 8 + 2 * t + 1)));
+      }
       row[k * kLanes + lane_in_row] = make_uint2(codes[0] | codes[1] << 16, codes[2] | codes[3] << 16);
     }
   }
@@ -270,7 +272,8 @@ Status launch(const QuantizeFp8Args& args, const std::array<uint64_t, 4>& sign_b
 template <class Element>
 Status launch_for_head_dim(const QuantizeFp8Args& args, const std::array<uint64_t, 4>& sign_bits) {
   switch (args.head_dim) {
-    case 64: return args.hadamard ? launch<Element, 64, true>(args, sign_bits) : launch<Element, 64, false>(args, sign_bits);
+    case 64:
+      return args.hadamard ? launch<Element, 64, true>(args, sign_bits) : launch<Element, 64, false>(args, sign_bits);
     case 96: return launch<Element, 96, false>(args, sign_bits);
     case 128:
       return args.hadamard ? launch<Element, 128, true>(args, sign_bits) : launch<Element, 128, false>(args, sign_bits);
