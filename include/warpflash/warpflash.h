@@ -3,5 +3,6 @@
 
 #include "warpflash/backward.h"
 #include "warpflash/forward.h"
+#include "warpflash/quantize.h"
 #include "warpflash/status.h"
 #include "warpflash/tensor.h"
