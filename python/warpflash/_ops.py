@@ -29,6 +29,13 @@ def _backward_fake(d_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), d_sink
 
 
+@torch.library.register_fake("warpflash::quantize_fp8")
+def _quantize_fp8_fake(x, block_rows, hadamard, seed):
+    blocks = 1 if block_rows == 0 else -(-x.shape[1] // block_rows)
+    return (torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device),
+            torch.empty((x.shape[0], x.shape[2], blocks), dtype=torch.float32, device=x.device))
+
+
 def _setup_context(ctx, inputs, output):
     (q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
      window_left, window_right, attention_chunk, softcap, learnable_sink, deterministic, *_descales) = inputs

@@ -112,3 +112,17 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     return _ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
                         int(max_seqlen_k), float(softmax_scale), bool(causal), left, right, chunk, softcap,
                         _sink(learnable_sink), bool(return_lse), bool(deterministic), descales)
+
+
+def quantize_fp8(x, block_rows=0, hadamard=False, seed=0):
+    """x (batch, seqlen, heads, head_dim), float16 or bfloat16 on the GPU, to FP8 in one pass:
+    returns (codes, scales), codes float8_e4m3fn of x's shape (contiguous) and fp32 scales
+    (batch, heads, ceil(seqlen / block_rows)) with x ~= codes * scales per block of
+    block_rows rows (64 or 128; 0: one scale per (batch, head)), each scale amax / 448.
+    hadamard=True applies the random-sign Hadamard transform along head_dim first (the
+    FlashAttention-3 paper's incoherent processing; head_dim 64, 128 or 256), with signs
+    drawn from `seed`: transform q and k with the same seed and q k^T is unchanged. For
+    flash_attn_func's per-(batch, K/V head) descales take block_rows=0 with heads_q ==
+    heads_kv (or one scale of a GQA group's own)."""
+    _check_tensors(x=x)
+    return torch.ops.warpflash.quantize_fp8(x, int(block_rows), bool(hadamard), int(seed))

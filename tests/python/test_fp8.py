@@ -117,3 +117,33 @@ def test_fp8_errors_name_the_argument():
     q16 = q.to(torch.bfloat16)
     with pytest.raises(TypeError, match="descales are for torch.float8_e4m3fn"):
         flash_attn_func(q16, q16, q16, v_descale=torch.ones(1, 2, device="cuda"))
+
+
+@pytest.mark.parametrize("hadamard", [False, True], ids=["plain", "hadamard"])
+@pytest.mark.parametrize("block_rows", [0, 64, 128])
+def test_quantize_fp8_feeds_the_fp8_attention(block_rows, hadamard):
+    """quantize_fp8's codes times its scales give x back to e4m3's precision (after the
+    transform, which is orthogonal: q k^T stays), and per-(batch, head) scales are the
+    descales flash_attn_func takes (MHA)."""
+    from warpflash import quantize_fp8
+    torch.manual_seed(block_rows + hadamard)
+    q, k, v = (torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    codes, scales = quantize_fp8(q, block_rows=block_rows, hadamard=hadamard, seed=7)
+    blocks = 1 if block_rows == 0 else -(-300 // block_rows)
+    assert codes.dtype == torch.float8_e4m3fn and scales.shape == (2, 4, blocks)
+    rows = 300 if block_rows == 0 else block_rows
+    per_row = scales.repeat_interleave(rows, dim=2)[:, :, :300].transpose(1, 2)[..., None]
+    restored = codes.float() * per_row
+    if not hadamard:
+        assert (restored - q.float()).abs().max() <= 2 ** -4 * q.float().abs().max() + 1e-6
+    else:  # an orthogonal transform keeps each row's norm
+        assert torch.allclose(restored.norm(dim=-1), q.float().norm(dim=-1), rtol=0.05)
+    if block_rows == 0:
+        qc, qs = quantize_fp8(q, hadamard=hadamard, seed=7)
+        kc, ks = quantize_fp8(k, hadamard=hadamard, seed=7)
+        vc, vs = quantize_fp8(v)
+        out = flash_attn_func(qc, kc, vc, causal=True, q_descale=qs[..., 0], k_descale=ks[..., 0],
+                              v_descale=vs[..., 0])
+        reference, _ = attention_reference(q.double(), k.double(), v.double(), 128 ** -0.5, True)
+        err = (out.double() - reference).norm() / reference.norm()
+        assert err < 0.05, f"relative L2 error {err:.3g} of quantize_fp8 + FP8 attention"
