@@ -17,11 +17,6 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
-// Mask: CausalMask for the plain problems (dense equal-length sequences, no mask or a
-// causal one, no softcap: params.plain) or AttentionMask for all others. Two kernels per
-// instance, not one with both loops: each gets its own register allocation, and the plain
-// one keeps the code (and the speed) it had before windows and varlen, which in one
-// kernel with the general loop lost 4-10% (docs/perf-notes.md).
 // FP8's descale of a tile's (batch, K/V head), 1 where none is given.
 template <class Params>
 CUTE_DEVICE float descale(Params const& params, float const* descales, TileCoord tile) {
@@ -29,6 +24,11 @@ CUTE_DEVICE float descale(Params const& params, float const* descales, TileCoord
   return descales[tile.batch * params.descale_batch_stride + tile.head / params.heads_per_kv_head];
 }
 
+// Mask: CausalMask for the plain problems (dense equal-length sequences, no mask or a
+// causal one, no softcap: params.plain) or AttentionMask for all others. Two kernels per
+// instance, not one with both loops: each gets its own register allocation, and the plain
+// one keeps the code (and the speed) it had before windows and varlen, which in one
+// kernel with the general loop lost 4-10% (docs/perf-notes.md).
 template <class Traits, class Mask>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
@@ -226,7 +226,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // FP8: the scores of the dequantized Q and K are q_descale * k_descale times those of
       // the e4m3 values.
       float scale_log2 = params.scale_log2;
-      if constexpr (Traits::kFp8) scale_log2 *= descale(params, params.q_descale, tile) * descale(params, params.k_descale, tile);
+      if constexpr (Traits::kFp8) {
+        scale_log2 *= descale(params, params.q_descale, tile) * descale(params, params.k_descale, tile);
+      }
       OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.

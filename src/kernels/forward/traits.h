@@ -38,6 +38,7 @@ struct ForwardTraits {
   static constexpr int kHeadDimV = kHeadDimV_;
   static_assert(kHeadDimV <= kHeadDim, "an empty K/V side borrows Q's tensor map for V (launch.h)");
   static_assert(!kFp8 || (kHeadDim == kHeadDimV && kHeadDim % 64 == 0), "FP8: head dims 64, 128, 256");
+  static_assert(!kFp8 || kWarpSpecialization, "FP8's V transpose runs in the producer warpgroup");
   static constexpr ForwardTileConfig kConfig = forward_tile_config(kHeadDim, kHeadDimV, kVariant, kFp8);
   static constexpr int kBlockM = kConfig.block_m;
   static constexpr int kBlockN = kConfig.block_n;
@@ -56,8 +57,8 @@ struct ForwardTraits {
   // d=256's short kernel (O through the Q buffer) needs 40 for its producer thread's loop
   // over Q and packed K/V coordinates (32 spilled 8 bytes once the producer also passed
   // tile indices on), and its consumers fit in 232: 40 + 2 x 232 = 504.
-  // FP8: three warps of the producer warpgroup transpose V (transpose_v.h), holding a
-  // 16 x 4-byte slab of it: 56 + 2 x 224 = 504.
+  // FP8: three warps of the producer warpgroup transpose V (transpose_v.h): 56 + 2 x 224
+  // = 504 (the consumers' S, O and P accumulators need no more than 224).
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
   static constexpr int kProducerRegisters = kFp8 ? 56 : kRoomyProducer ? 40 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
@@ -115,7 +116,7 @@ struct ForwardTraits {
   using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
   using SmemLayoutV = decltype(tile_to_shape(SmemAtomV{}, Shape<BlockN, HeadDimV, Stages>{}));
   // V^T: the same bytes as V seen as (head_dim_v, block_n, stage); FP8: a buffer of its
-  // own, keys contiguous, written by the producer warps with the keys of every 32 permuted
+  // own, keys contiguous, written by the producer warps with the keys of every 16 permuted
   // (transpose_v.h).
   using SmemLayoutVt = std::conditional_t<
       kFp8, decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<HeadDimV, BlockN, Stages>{})),
