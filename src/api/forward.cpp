@@ -1,10 +1,10 @@
 // forward(): validation, the device check, the empty-problem cases and the dispatch to
 // a compiled kernel.
-#include <atomic>
 #include <cmath>
 
 #include <cuda_runtime_api.h>
 
+#include "api/device_checks.h"
 #include "api/dispatch.h"
 #include "api/text.h"
 #include "kernels/attention/split_tail.h"
@@ -20,8 +20,6 @@ namespace kernels {
 }  // namespace kernels
 
 namespace {
-
-constexpr int kMaxDevices = 64;
 
 struct ForwardEntry {
   DType dtype;
@@ -40,46 +38,6 @@ const ForwardEntry kForwardKernels[] = {
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 };
-
-Status cuda_status(cudaError_t error, const char* what) {
-  return Status::CudaError(std::string("warpflash::forward: ") + what + ": " + cudaGetErrorName(error) + " (" +
-                           cudaGetErrorString(error) + ")");
-}
-
-// The kernels use sm_90a instructions (wgmma, setmaxnreg, TMA). A device's answer never
-// changes, so it is asked once per device.
-Status check_device() {
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return cuda_status(error, "no usable CUDA device");
-  static std::atomic<bool> known_hopper[kMaxDevices] = {};
-  if (device < kMaxDevices && known_hopper[device].load(std::memory_order_relaxed)) return Status::Ok();
-  int major = 0, minor = 0;
-  if ((error = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
-      (error = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess) {
-    return cuda_status(error, "cannot query the device");
-  }
-  if (major != 9 || minor != 0) {
-    return Status::NotSupported(text::concat("warpflash::forward: CUDA device ", device, " has compute capability ",
-                                             major, ".", minor,
-                                             "; warpflash needs a Hopper GPU (compute capability 9.0: H100, H200)"));
-  }
-  if (device < kMaxDevices) known_hopper[device].store(true, std::memory_order_relaxed);
-  return Status::Ok();
-}
-
-// Pointers the GPU cannot read (host memory, freed memory) fault inside the kernel and
-// poison the CUDA context; catch them here instead.
-Status check_device_pointer(const char* name, const void* pointer) {
-  if (pointer == nullptr) return Status::Ok();
-  cudaPointerAttributes attributes{};
-  cudaError_t error = cudaPointerGetAttributes(&attributes, pointer);
-  if (error != cudaSuccess) return cuda_status(error, "cudaPointerGetAttributes");
-  if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) return Status::Ok();
-  return Status::InvalidArgument(text::concat("warpflash::forward: ", name, " = ", pointer,
-                                              " is not device memory (cudaMemoryType ",
-                                              static_cast<int>(attributes.type), "); pass memory allocated on the GPU"));
-}
 
 }  // namespace
 
@@ -151,7 +109,7 @@ Status forward(const ForwardArgs& args) {
   if (!status.ok()) return status;
   if (args.shape.batch == 0 || args.shape.seqlen_q == 0) return Status::Ok();
   if (args.cu_seqlens_q != nullptr && args.total_q == 0) return Status::Ok();
-  if (!(status = check_device()).ok()) return status;
+  if (!(status = check_hopper_device("warpflash::forward")).ok()) return status;
   const std::pair<const char*, const void*> pointers[] = {
       {"q.data", args.q.data}, {"k.data", args.k.data}, {"v.data", args.v.data},
       {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace},
@@ -160,7 +118,7 @@ Status forward(const ForwardArgs& args) {
       {"k_descale", args.k_descale}, {"v_descale", args.v_descale}};
   for (const auto& [name, pointer] : pointers) {
     if (!args.check_pointers) break;
-    if (!(status = check_device_pointer(name, pointer)).ok()) return status;
+    if (!(status = check_device_pointer("warpflash::forward", name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
   bool plain = kernels::plain_problem(args);

@@ -7,10 +7,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "api/device_checks.h"
 #include "api/limits.h"
 #include "api/tensor_checks.h"
 #include "api/text.h"
-#include "kernels/attention/check_cuda.h"
 #include "kernels/quantize/quantize_fp8.h"
 #include "warpflash/quantize.h"
 
@@ -32,36 +32,6 @@ Status check_size(const char* name, int64_t value, int64_t min, int64_t max) {
 }
 
 bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-// Memory the GPU cannot read faults inside the kernel; the runtime says what it is.
-Status check_on_device(const char* name, const void* pointer) {
-  cudaPointerAttributes attributes{};
-  Status status = kernels::check_cuda(cudaPointerGetAttributes(&attributes, pointer),
-                                      "warpflash::quantize_fp8: cudaPointerGetAttributes");
-  if (!status.ok()) return status;
-  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
-    return invalid(concat(name, " = ", pointer, " is not device memory (cudaMemoryType ",
-                          static_cast<int>(attributes.type), "); pass memory allocated on the GPU"));
-  }
-  return Status::Ok();
-}
-
-// The library is compiled for sm_90a only: any other device has no kernel image.
-Status check_hopper() {
-  int device = 0, major = 0, minor = 0;
-  Status status = kernels::check_cuda(cudaGetDevice(&device), "warpflash::quantize_fp8: cudaGetDevice");
-  if (status.ok()) {
-    status = kernels::check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-                                 "warpflash::quantize_fp8: cudaDeviceGetAttribute");
-  }
-  if (status.ok()) {
-    status = kernels::check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
-                                 "warpflash::quantize_fp8: cudaDeviceGetAttribute");
-  }
-  if (!status.ok() || (major == 9 && minor == 0)) return status;
-  return not_supported(concat("CUDA device ", device, " has compute capability ", major, ".", minor,
-                              "; the kernel needs a Hopper GPU (compute capability 9.0)"));
-}
 
 }  // namespace
 
@@ -125,13 +95,13 @@ Status validate_quantize_fp8(const QuantizeFp8Args& args) {
 Status quantize_fp8(const QuantizeFp8Args& args) {
   Status status = validate_quantize_fp8(args);
   if (!status.ok() || quantize_fp8_num_blocks(args.seqlen, args.block_rows) * args.batch == 0) return status;
-  if (!(status = check_hopper()).ok()) return status;
+  if (!(status = check_hopper_device(kApi)).ok()) return status;
   if (args.check_pointers) {
     const std::pair<const char*, const void*> pointers[] = {
         {"input.data", args.input.data}, {"output.data", args.output.data}, {"scales", args.scales}};
     for (const auto& [name, pointer] : pointers) {
       if (args.seqlen == 0 && pointer != args.scales) continue;  // not touched
-      if (!(status = check_on_device(name, pointer)).ok()) return status;
+      if (!(status = check_device_pointer(kApi, name, pointer)).ok()) return status;
     }
   }
   std::array<uint64_t, 4> signs{};
