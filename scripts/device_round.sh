@@ -18,6 +18,10 @@
 #               Backward*), memcheck and racecheck on a few, its C++ timing, pytest
 #               test_backward.py, its benchmark against cuDNN and FA4 (bench/backward.py)
 #               and the training run (examples/train_gpt.py --check).
+#   fp8         (only when named in ROUND_STEPS) the FP8 and quantizer GPU tests, memcheck
+#               and racecheck on block-scale cases, the package and pytest test_fp8.py, the
+#               accuracy study (bench/fp8_accuracy_gpu.py) and the FP8 benchmark
+#               (bench/fp8.py; FP8_BENCH_ARGS) against FA3's and cuDNN's FP8 where installed.
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               (PROFILE_KERNEL, a regex, default forward_kernel; PROFILE_SKIP launches of it
 #               skipped, default 2; for the backward: backward_kernel, 1, and --backward in
@@ -63,6 +67,27 @@ if has profile; then
     echo "profile $i (${points[$i]}) rc=$?"
     grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|L2 Hit Rate|Issued Warp|No Eligible|Stall" "$results/profile-$i.log" | head -20
   done
+fi
+if has fp8; then
+  timeout 240 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 --gtest_filter='Fp8*:*Quantiz*:BlockScales*' \
+    > "$results/fp8-tests.log" 2>&1
+  echo "FP8 GPU tests rc=$?"; tail -n 4 "$results/fp8-tests.log"
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
+      --gtest_filter='Fp8/*d128_block_scales_gqa:Fp8/*d256_block_scales_with_descales_window:Fp8/*d64_block_scales_odd_lengths' \
+      > "$results/fp8-$tool.log" 2>&1
+    echo "FP8 $tool rc=$?"; tail -n 2 "$results/fp8-$tool.log"
+  done
+  if python3 -c "import torch" 2>/dev/null; then
+    WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
+      > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
+    (cd tests/python && timeout 300 python3 -m pytest -q -ra test_fp8.py > "$results/pytest-fp8.log" 2>&1)
+    echo "pytest fp8 rc=$?"; tail -n 5 "$results/pytest-fp8.log"
+    (cd bench && timeout 120 python3 fp8_accuracy_gpu.py > "$results/fp8-accuracy.log" 2>&1)
+    echo "accuracy rc=$?"; cat "$results/fp8-accuracy.log"
+    (cd bench && timeout 300 python3 fp8.py ${FP8_BENCH_ARGS:-} > "$results/fp8-bench.log" 2>&1)
+    echo "fp8 bench rc=$?"; cat "$results/fp8-bench.log"
+  fi
 fi
 if has python && python3 -c "import torch" 2>/dev/null; then
   WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \

@@ -99,6 +99,19 @@ struct ForwardArgs {
   const float* q_descale = nullptr;
   const float* k_descale = nullptr;
   const float* v_descale = nullptr;
+
+  // FP8 only, dense batches only: the FlashAttention-3 paper's block quantization, one
+  // fp32 scale per block of rows in quantize_fp8()'s layout: contiguous (batch, heads,
+  // num_blocks), heads = heads_q for Q and heads_kv for K and V, num_blocks =
+  // ceil(seqlen / block_rows), or 1 with block_rows 0 (one scale per (batch, head)). Q's
+  // values are q * q_block_scale[b, h, row / q_block_rows], likewise K's and V's with
+  // kv_block_rows; scales must be positive and finite. They combine with the descales
+  // above. null: none. q_block_rows: 64, 128 or 0; kv_block_rows: 128 or 0.
+  const float* q_block_scale = nullptr;
+  const float* k_block_scale = nullptr;
+  const float* v_block_scale = nullptr;
+  int64_t q_block_rows = 64;
+  int64_t kv_block_rows = 128;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

@@ -64,7 +64,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     FP8 (FlashAttention-3's call): q, k, v of dtype torch.float8_e4m3fn (head_dim 64, 128 or
     256), with optional fp32 descales q_descale, k_descale, v_descale of shape (batch,
     heads_kv) (or one element): the inputs stand for q * q_descale etc. per (batch, K/V
-    head). out is bfloat16; no gradient, no softcap.
+    head). Each may instead be per-block scales as quantize_fp8 returns them, (batch,
+    heads, num_blocks) with the tensor's own heads: blocks of 64 or 128 rows for q, 128
+    for k and v, or one block per (batch, head) (the paper's block quantization; dense
+    batches). out is bfloat16; no gradient, no softcap.
 
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and with return_lse=True also the
     fp32 log-sum-exp (batch, heads_q, seqlen_q). Bad arguments raise ValueError or
@@ -123,6 +126,39 @@ def quantize_fp8(x, block_rows=0, hadamard=False, seed=0):
     FlashAttention-3 paper's incoherent processing; head_dim 64, 128 or 256), with signs
     drawn from `seed`: transform q and k with the same seed and q k^T is unchanged. For
     flash_attn_func's per-(batch, K/V head) descales take block_rows=0 with heads_q ==
-    heads_kv (or one scale of a GQA group's own)."""
+    heads_kv (or one scale of a GQA group's own); flash_attn_func also takes the scales as
+    they are, per block (block_rows 64 or 128 for q, 128 for k and v) or per (batch,
+    head), with any heads."""
     _check_tensors(x=x)
     return torch.ops.warpflash.quantize_fp8(x, int(block_rows), bool(hadamard), int(seed))
+
+
+def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, window_size=(-1, -1),
+                        attention_chunk=0, learnable_sink=None, block_quant=True, hadamard=True, seed=0):
+    """FP8 attention of float16 or bfloat16 q, k, v (as flash_attn_func; head_dim 64, 128 or
+    256): the FlashAttention-3 paper's recipe. quantize_fp8 turns each into e4m3 with one
+    scale per block of rows (block_quant=True: 64 rows of q, 128 of k and v; False: one
+    per (batch, head)), after the random-sign Hadamard transform of q and k along head_dim
+    (hadamard=True, signs from `seed`), which leaves q k^T unchanged and spreads outliers;
+    then the FP8 forward runs with those scales. out has q's dtype (the kernel writes
+    bfloat16); no gradient, no softcap. Returns out, and with return_lse=True the fp32 LSE.
+    """
+    _check_tensors(q=q, k=k, v=v)
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"warpflash: flash_attn_fp8_func takes float16 or bfloat16 q, k, v, got {q.dtype} "
+                        "(for float8_e4m3fn inputs call flash_attn_func with their descales)")
+    if q.dim() != 4:
+        raise ValueError(f"warpflash: flash_attn_fp8_func takes 4-D (batch, seqlen, heads, head_dim) q, k, v, "
+                         f"got q of shape {tuple(q.shape)}")
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    q_rows, kv_rows = (64, 128) if block_quant else (0, 0)
+    q8, q_scale = quantize_fp8(q, block_rows=q_rows, hadamard=hadamard, seed=seed)
+    k8, k_scale = quantize_fp8(k, block_rows=kv_rows, hadamard=hadamard, seed=seed)
+    v8, v_scale = quantize_fp8(v, block_rows=kv_rows)
+    result = flash_attn_func(q8, k8, v8, softmax_scale, causal, return_lse, window_size=window_size,
+                             attention_chunk=attention_chunk, learnable_sink=learnable_sink, q_descale=q_scale,
+                             k_descale=k_scale, v_descale=v_scale)
+    out, lse = result if return_lse else (result, None)
+    out = out.to(q.dtype)
+    return (out, lse) if return_lse else out

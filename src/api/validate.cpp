@@ -30,6 +30,48 @@ Status check_tensor(const char* name, const TensorView4d& view, int64_t batch, i
   return check_tensor_view("warpflash::forward", name, view, batch, seqlen, heads, element_bytes, may_be_null);
 }
 
+// FP8's per-block scales: e4m3 inputs, dense sides, the block sizes the kernels read.
+Status validate_block_scales(const ForwardArgs& args, bool fp8) {
+  struct Side {
+    const char* name;
+    const float* scale;
+    const char* rows_name;
+    int64_t rows;
+    const char* cu_seqlens_name;
+    bool packed;
+    // Q's block is a consumer warpgroup's 64 rows or more, K's and V's a K/V block or more.
+    bool allows_64;
+  };
+  const Side sides[] = {
+      {"q_block_scale", args.q_block_scale, "q_block_rows", args.q_block_rows, "cu_seqlens_q",
+       args.cu_seqlens_q != nullptr, true},
+      {"k_block_scale", args.k_block_scale, "kv_block_rows", args.kv_block_rows, "cu_seqlens_k",
+       args.cu_seqlens_k != nullptr, false},
+      {"v_block_scale", args.v_block_scale, "kv_block_rows", args.kv_block_rows, "cu_seqlens_k",
+       args.cu_seqlens_k != nullptr, false}};
+  for (const Side& side : sides) {
+    if (side.scale == nullptr) continue;
+    if (!fp8) {
+      return invalid(concat(side.name, " is set for dtype = ", dtype_name(args.dtype),
+                            ": block scales are for float8_e4m3fn inputs only"));
+    }
+    if (!(side.rows == 0 || side.rows == 128 || (side.allows_64 && side.rows == 64))) {
+      return invalid(concat(side.rows_name, " = ", side.rows, " is not supported: allowed are 0 (one scale per (batch, ",
+                            "head)), ", side.allows_64 ? "64, " : "", "128"));
+    }
+    if (side.packed) {
+      return Status::NotSupported(concat("warpflash::forward: ", side.name, " with ", side.cu_seqlens_name,
+                                         " is not supported: block scales are for dense batches (packed sequences "
+                                         "take the per-(batch, K/V head) descales)"));
+    }
+    if (reinterpret_cast<uintptr_t>(side.scale) % 4 != 0) {
+      return invalid(concat(side.name, " = ", Hex{reinterpret_cast<uintptr_t>(side.scale)},
+                            " is not 4-byte aligned (an fp32 array is required)"));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status validate_forward(const ForwardArgs& args) {
@@ -50,6 +92,7 @@ Status validate_forward(const ForwardArgs& args) {
     return Status::NotSupported(concat("warpflash::forward: softcap = ", args.softcap,
                                        " is not supported with float8_e4m3fn inputs (only softcap = 0)"));
   }
+  if (Status status = validate_block_scales(args, fp8); !status.ok()) return status;
   const AttentionShape& s = args.shape;
   Status status;
   if (!(status = check_range("shape.batch", s.batch, 0, limits::kMaxBatch)).ok()) return status;

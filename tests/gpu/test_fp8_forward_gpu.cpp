@@ -31,6 +31,11 @@ struct Fp8Case {
   bool descales = true;  // per (batch, K/V head); false: the codes are the values
   bool packed = false;   // varlen: the batch's sequences one after the other, lengths below
   std::vector<int> lengths_q = {}, lengths_k = {};
+  // Block scales (the paper's block quantization) on top of the descales: rows per scale of
+  // Q and of K and V (0: one per (batch, head)); -1: none. Their inputs' magnitude changes
+  // from one 32-row stretch to the next, so that a scale read for the wrong block shows.
+  int q_block_rows = -1, kv_block_rows = -1;
+  bool block_scaled() const { return q_block_rows >= 0 || kv_block_rows >= 0; }
 };
 
 const Fp8Case kCases[] = {
@@ -45,6 +50,13 @@ const Fp8Case kCases[] = {
     {"long_keys", 1, 64, 4097, 2, 1},
     {"codes_without_descales", 1, 300, 300, 2, 2, false, -1, false},
     {"varlen_causal", 5, 0, 0, 4, 2, true, -1, true, true, {0, 17, 300, 129, 1}, {5, 17, 300, 400, 0}},
+    {"block_scales_gqa", 2, 1000, 1000, 4, 2, false, -1, false, false, {}, {}, 64, 128},
+    {"block_scales_causal_q128", 1, 700, 1000, 2, 1, true, -1, false, false, {}, {}, 128, 128},
+    {"block_scales_with_descales_window", 1, 1000, 1000, 2, 2, true, 300, true, false, {}, {}, 64, 128},
+    {"block_scales_odd_lengths", 2, 17, 129, 2, 2, false, -1, false, false, {}, {}, 64, 128},
+    {"block_scales_long_keys", 1, 64, 4097, 2, 1, false, -1, false, false, {}, {}, 64, 128},
+    {"block_scales_per_head", 2, 300, 300, 4, 2, false, -1, false, false, {}, {}, 0, 0},
+    {"block_scales_kv_only", 1, 300, 500, 2, 2, true, -1, true, false, {}, {}, -1, 128},
 };
 
 using Param = std::tuple<int, Fp8Case>;
@@ -57,34 +69,52 @@ std::vector<int> prefix_sums(const std::vector<int>& lengths) {
   return cu;
 }
 
-// A (rows, heads, width) tensor in e4m3 with one descale per (sequence, K/V head): codes
-// and the values they stand for.
+// A (rows, heads, width) tensor in e4m3 with one descale per (sequence, K/V head) and,
+// with block_rows >= 0, a block scale per block_rows rows of each (sequence, head) (0: one
+// per (sequence, head); dense batches: (batch, heads, blocks)): codes, the values they
+// stand for, the scales.
 struct Quantized {
   std::vector<uint8_t> codes;
   std::vector<double> values;
+  std::vector<float> block_scales;
 };
 Quantized quantize(const std::vector<double>& x, const std::vector<int>& cu, int64_t heads, int64_t group,
-                   int64_t width, std::vector<float>& descales, bool with_descales, int64_t heads_kv) {
-  Quantized out{std::vector<uint8_t>(x.size()), std::vector<double>(x.size())};
+                   int64_t width, std::vector<float>& descales, bool with_descales, int64_t heads_kv,
+                   int block_rows = -1) {
+  Quantized out{std::vector<uint8_t>(x.size()), std::vector<double>(x.size()), {}};
   const int64_t sequences = static_cast<int64_t>(cu.size()) - 1;
   descales.assign(sequences * heads_kv, 1.f);
+  auto amax_of = [&](int64_t row_begin, int64_t row_end, int64_t head_begin, int64_t head_end, double divisor) {
+    double amax = 0;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      for (int64_t h = head_begin; h < head_end; ++h) {
+        for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(x[(r * heads + h) * width + c]) / divisor);
+      }
+    }
+    return amax;
+  };
+  auto scale_of = [](double amax) { return amax > 0 ? static_cast<float>(amax / reference::kE4m3Max) : 1.f; };
   for (int64_t b = 0; b < sequences; ++b) {
+    const int64_t length = cu[b + 1] - cu[b];
+    const int64_t rows = block_rows > 0 ? block_rows : std::max<int64_t>(length, 1);
+    const int64_t blocks = block_rows < 0 ? 0 : (length + rows - 1) / rows;
     for (int64_t g = 0; g < heads_kv; ++g) {
-      double amax = 0;
-      auto for_each = [&](auto&& visit) {
-        for (int64_t r = cu[b]; r < cu[b + 1]; ++r) {
-          for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-            for (int64_t c = 0; c < width; ++c) visit((r * heads + h) * width + c);
+      float descale = with_descales ? scale_of(amax_of(cu[b], cu[b + 1], g * group, (g + 1) * group, 1.0)) : 1.f;
+      descales[b * heads_kv + g] = descale;
+      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+        for (int64_t i = 0; i < std::max<int64_t>(blocks, 1); ++i) {
+          int64_t begin = blocks == 0 ? cu[b] : cu[b] + i * rows, end = blocks == 0 ? cu[b + 1] : std::min(begin + rows, int64_t(cu[b + 1]));
+          float block_scale = blocks == 0 ? 1.f : scale_of(amax_of(begin, end, h, h + 1, descale));
+          if (blocks > 0) out.block_scales.push_back(block_scale);
+          for (int64_t r = begin; r < end; ++r) {
+            for (int64_t c = 0; c < width; ++c) {
+              int64_t index = (r * heads + h) * width + c;
+              out.codes[index] = reference::double_to_e4m3_bits(x[index] / descale / block_scale);
+              out.values[index] = reference::e4m3_bits_to_double(out.codes[index]) * block_scale * descale;
+            }
           }
         }
-      };
-      for_each([&](int64_t i) { amax = std::max(amax, std::fabs(x[i])); });
-      float descale = with_descales && amax > 0 ? static_cast<float>(amax / reference::kE4m3Max) : 1.f;
-      descales[b * heads_kv + g] = descale;
-      for_each([&](int64_t i) {
-        out.codes[i] = reference::double_to_e4m3_bits(x[i] / descale);
-        out.values[i] = reference::e4m3_bits_to_double(out.codes[i]) * descale;
-      });
+      }
     }
   }
   return out;
@@ -107,19 +137,30 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
   std::vector<int> cu_q = prefix_sums(lengths_q), cu_k = prefix_sums(lengths_k);
   const int64_t total_q = cu_q.back(), total_k = cu_k.back(), d = head_dim, group = c.heads_q / c.heads_kv;
   // Scaled unlike each other, so that a descale applied to the wrong tensor shows.
-  auto normal_values = [&](int64_t n, double scale) {
+  // (rows, heads, d) values; with block scales each 32-row stretch of a head gets a
+  // magnitude of its own, 2^-max_exponent to 2^max_exponent: at most 2^1 for Q and K. With
+  // 2^3 the scores reach logits of 100 to 200, where at d = 256 the FP8 WGMMA's accumulation
+  // (less precise than fp32) alone misses the reference's LSE by 0.1-0.2 and O's bound: so
+  // it did with per-(batch, head) descales and no block scales as well (docs/perf-notes.md).
+  auto normal_values = [&](int64_t rows, int64_t heads, double scale, int max_exponent) {
     std::normal_distribution<double> normal(0.0, scale);
-    std::vector<double> x(n);
-    for (double& v : x) v = normal(rng);
+    std::uniform_int_distribution<int> exponent(-max_exponent, max_exponent);
+    std::vector<double> x(rows * heads * d), stretch(heads, 1.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t h = 0; h < heads; ++h) {
+        if (c.block_scaled() && r % 32 == 0) stretch[h] = std::ldexp(1.0, exponent(rng));
+        for (int64_t i = 0; i < d; ++i) x[(r * heads + h) * d + i] = normal(rng) * stretch[h];
+      }
+    }
     return x;
   };
   std::vector<float> q_descale, k_descale, v_descale;
-  Quantized q = quantize(normal_values(total_q * c.heads_q * d, 3.0), cu_q, c.heads_q, group, d, q_descale,
-                         c.descales, c.heads_kv);
-  Quantized k = quantize(normal_values(total_k * c.heads_kv * d, 0.5), cu_k, c.heads_kv, 1, d, k_descale, c.descales,
-                         c.heads_kv);
-  Quantized v = quantize(normal_values(total_k * c.heads_kv * d, 2.0), cu_k, c.heads_kv, 1, d, v_descale, c.descales,
-                         c.heads_kv);
+  Quantized q = quantize(normal_values(total_q, c.heads_q, 3.0, 1), cu_q, c.heads_q, group, d, q_descale,
+                         c.descales, c.heads_kv, c.q_block_rows);
+  Quantized k = quantize(normal_values(total_k, c.heads_kv, 0.5, 1), cu_k, c.heads_kv, 1, d, k_descale, c.descales,
+                         c.heads_kv, c.kv_block_rows);
+  Quantized v = quantize(normal_values(total_k, c.heads_kv, 2.0, 3), cu_k, c.heads_kv, 1, d, v_descale, c.descales,
+                         c.heads_kv, c.kv_block_rows);
 
   auto padded = [](const std::vector<uint8_t>& codes) {  // TMA needs a valid address even for no rows
     std::vector<uint8_t> out = codes;
@@ -133,6 +174,11 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
   DeviceBuffer<float> lse_dev(std::max<int64_t>(total_q * c.heads_q, 1)), qd_dev(q_descale.size()),
       kd_dev(k_descale.size()), vd_dev(v_descale.size());
   DeviceBuffer<int> cu_q_dev(cu_q.size()), cu_k_dev(cu_k.size());
+  DeviceBuffer<float> qb_dev(std::max<size_t>(q.block_scales.size(), 1)), kb_dev(std::max<size_t>(k.block_scales.size(), 1)),
+      vb_dev(std::max<size_t>(v.block_scales.size(), 1));
+  ASSERT_TRUE((q.block_scales.empty() || qb_dev.upload(q.block_scales)) &&
+              (k.block_scales.empty() || kb_dev.upload(k.block_scales)) &&
+              (v.block_scales.empty() || vb_dev.upload(v.block_scales)));
   ASSERT_TRUE(q_dev.upload(q_codes) && k_dev.upload(k_codes) && v_dev.upload(v_codes) &&
               o_dev.upload(std::vector<uint16_t>(o_dev.size(), kPoison)) &&
               lse_dev.upload(std::vector<float>(lse_dev.size(), NAN)) && qd_dev.upload(q_descale) &&
@@ -161,6 +207,15 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
     args.q_descale = qd_dev.get();
     args.k_descale = kd_dev.get();
     args.v_descale = vd_dev.get();
+  }
+  if (c.q_block_rows >= 0) {
+    args.q_block_scale = qb_dev.get();
+    args.q_block_rows = c.q_block_rows;
+  }
+  if (c.kv_block_rows >= 0) {
+    args.k_block_scale = kb_dev.get();
+    args.v_block_scale = vb_dev.get();
+    args.kv_block_rows = c.kv_block_rows;
   }
   Status status = forward(args);
   ASSERT_TRUE(status.ok()) << status.message();
@@ -251,6 +306,35 @@ TEST(Fp8ForwardValidation, RejectsWhatFp8DoesNotSupport) {
   status = validate_forward(args);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("k_descale"), std::string::npos) << status.message();
+  args.k_descale = nullptr;
+  args.v_block_scale = descale;
+  status = validate_forward(args);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("v_block_scale"), std::string::npos) << status.message();
+
+  // Block sizes the kernels do not read, and packed sequences.
+  args.dtype = DType::kFloat8E4M3;
+  args.kv_block_rows = 64;
+  status = validate_forward(args);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("kv_block_rows = 64"), std::string::npos) << status.message();
+  args.v_block_scale = nullptr;
+  args.q_block_scale = descale;
+  args.q_block_rows = 32;
+  status = validate_forward(args);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("q_block_rows = 32"), std::string::npos) << status.message();
+  args.q_block_rows = 128;
+  status = validate_forward(args);
+  EXPECT_EQ(status.message().find("block"), std::string::npos) << status.message();
+  static int cu_seqlens[2];
+  args.cu_seqlens_q = cu_seqlens;
+  args.cu_seqlens_k = cu_seqlens;
+  args.total_q = 16;
+  args.total_k = 16;
+  status = validate_forward(args);
+  EXPECT_EQ(status.code(), StatusCode::kNotSupported);
+  EXPECT_NE(status.message().find("q_block_scale with cu_seqlens_q"), std::string::npos) << status.message();
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ import torch
 
 from conftest import requires_hopper
 from test_forward import attention_reference
-from warpflash import _C, flash_attn_func, flash_attn_varlen_func
+from warpflash import _C, flash_attn_fp8_func, flash_attn_func, flash_attn_varlen_func, quantize_fp8
 
 pytestmark = requires_hopper
 
@@ -125,7 +125,6 @@ def test_quantize_fp8_feeds_the_fp8_attention(block_rows, hadamard):
     """quantize_fp8's codes times its scales give x back to e4m3's precision (after the
     transform, which is orthogonal: q k^T stays), and per-(batch, head) scales are the
     descales flash_attn_func takes (MHA)."""
-    from warpflash import quantize_fp8
     torch.manual_seed(block_rows + hadamard)
     q, k, v = (torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     codes, scales = quantize_fp8(q, block_rows=block_rows, hadamard=hadamard, seed=7)
@@ -147,3 +146,91 @@ def test_quantize_fp8_feeds_the_fp8_attention(block_rows, hadamard):
         reference, _ = attention_reference(q.double(), k.double(), v.double(), 128 ** -0.5, True)
         err = (out.double() - reference).norm() / reference.norm()
         assert err < 0.05, f"relative L2 error {err:.3g} of quantize_fp8 + FP8 attention"
+
+
+def block_varying(shape, max_exponent):
+    """bf16 N(0, 1) values whose magnitude changes every 32 rows of each head
+    (2^-max_exponent..2^max_exponent), so that a block scale applied to the wrong rows shows.
+    (Larger logits than a few tens would test the FP8 WGMMA's accumulation, which keeps less
+    than fp32's precision, not the scales.)"""
+    b, s, h, d = shape
+    x = torch.randn(shape, device="cuda", dtype=torch.float64)
+    exponents = torch.randint(-max_exponent, max_exponent + 1, (b, -(-s // 32), h, 1),
+                              device="cuda").repeat_interleave(32, dim=1)[:, :s]
+    return (x * torch.exp2(exponents.double())).to(torch.bfloat16)
+
+
+def dequantized(codes, scales, block_rows):
+    """codes (b, s, h, d) times their (b, h, blocks) scales, float64."""
+    s = codes.shape[1]
+    rows = s if block_rows == 0 else block_rows
+    per_row = scales.double().repeat_interleave(rows, dim=2)[:, :, :s].transpose(1, 2)[..., None]
+    return codes.double() * per_row
+
+
+@pytest.mark.parametrize("rows", [(64, 128), (128, 128), (0, 0), (64, 0)], ids=lambda r: f"q{r[0]}_kv{r[1]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=lambda d: f"d{d}")
+def test_fp8_block_scales(head_dim, causal, rows):
+    """quantize_fp8's per-block (or per-(batch, head)) scales passed as they are: the kernel
+    against the reference of codes times scales, GQA, seqlen_q != seqlen_k."""
+    skip_unless_compiled(head_dim)
+    q_rows, kv_rows = rows
+    torch.manual_seed(head_dim + q_rows + kv_rows + causal)
+    q, k = block_varying((2, 700, 4, head_dim), 1), block_varying((2, 1000, 2, head_dim), 1)
+    v = block_varying((2, 1000, 2, head_dim), 3)
+    (qc, qs), (kc, ks), (vc, vs) = (quantize_fp8(x, block_rows=r) for x, r in ((q, q_rows), (k, kv_rows), (v, kv_rows)))
+    out, lse = flash_attn_func(qc, kc, vc, causal=causal, return_lse=True, q_descale=qs, k_descale=ks, v_descale=vs)
+    check(out, dequantized(qc, qs, q_rows), dequantized(kc, ks, kv_rows), dequantized(vc, vs, kv_rows),
+          head_dim ** -0.5, causal, lse)
+
+
+@pytest.mark.parametrize("recipe", [(True, True), (True, False), (False, True), (False, False)],
+                         ids=["block_hadamard", "block", "head_hadamard", "head"])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS, ids=lambda d: f"d{d}")
+def test_flash_attn_fp8_func(head_dim, recipe):
+    """The paper's recipe from bf16 / fp16 inputs: close to exact attention of those inputs,
+    q's dtype out, GQA; under torch.compile the same result."""
+    skip_unless_compiled(head_dim)
+    block_quant, hadamard = recipe
+    torch.manual_seed(head_dim + 2 * block_quant + hadamard)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = torch.randn(2, 513, 8, head_dim, device="cuda", dtype=dtype)
+        k, v = (torch.randn(2, 777, 2, head_dim, device="cuda", dtype=dtype) for _ in range(2))
+        out, lse = flash_attn_fp8_func(q, k, v, causal=True, return_lse=True, block_quant=block_quant,
+                                       hadamard=hadamard, seed=3)
+        assert out.dtype == dtype and out.shape == q.shape and lse.shape == (2, 8, 513)
+        # The same as quantize_fp8 and flash_attn_func by hand, to the bit.
+        q_rows, kv_rows = (64, 128) if block_quant else (0, 0)
+        (qc, qs), (kc, ks) = (quantize_fp8(x, block_rows=r, hadamard=hadamard, seed=3) for x, r in ((q, q_rows), (k, kv_rows)))
+        vc, vs = quantize_fp8(v, block_rows=kv_rows)
+        by_hand = flash_attn_func(qc, kc, vc, causal=True, q_descale=qs, k_descale=ks, v_descale=vs)
+        assert torch.equal(out, by_hand.to(dtype))
+        # FP8's error on N(0, 1) inputs: about 5% of O's norm (e4m3 keeps 3 mantissa bits).
+        reference, reference_lse = attention_reference(q.double(), k.double(), v.double(), head_dim ** -0.5, True)
+        err = (out.double() - reference).norm() / reference.norm()
+        assert err < 0.08, f"relative L2 error {err:.3g} of {dtype} through FP8"
+        assert torch.allclose(lse.double(), reference_lse, atol=0.15)
+    torch._dynamo.reset()  # one compilation per parameter set, not a recompilation of the last
+    compiled = torch.compile(lambda q, k, v: flash_attn_fp8_func(q, k, v, causal=True, block_quant=block_quant,
+                                                                 hadamard=hadamard, seed=3), fullgraph=True)
+    assert torch.equal(compiled(q, k, v), flash_attn_fp8_func(q, k, v, causal=True, block_quant=block_quant,
+                                                              hadamard=hadamard, seed=3))
+
+
+def test_fp8_block_scale_errors_name_the_argument():
+    skip_unless_compiled(128)
+    q = torch.randn(1, 300, 2, 128, device="cuda", dtype=torch.bfloat16)
+    qc, _ = quantize_fp8(q, block_rows=64)
+    with pytest.raises(ValueError, match=r"q_descale has shape \(1, 2, 4\); per-block scales are \(1, 2, num_blocks\)"):
+        flash_attn_func(qc, qc, qc, q_descale=torch.ones(1, 2, 4, device="cuda"))
+    with pytest.raises(ValueError, match="k_descale has shape"):  # k's blocks are 128 rows
+        flash_attn_func(qc, qc, qc, k_descale=torch.ones(1, 2, 5, device="cuda"))
+    with pytest.raises(ValueError, match="different block sizes"):
+        flash_attn_func(qc, qc, qc, k_descale=torch.ones(1, 2, 3, device="cuda"),
+                        v_descale=torch.ones(1, 2, 1, device="cuda"))
+    cu = torch.tensor([0, 300], device="cuda", dtype=torch.int32)
+    with pytest.raises(ValueError, match="per-block scales are for dense batches"):
+        flash_attn_varlen_func(qc[0], qc[0], qc[0], cu, cu, 300, 300, q_descale=torch.ones(1, 2, 5, device="cuda"))
+    with pytest.raises(TypeError, match="flash_attn_fp8_func takes float16 or bfloat16"):
+        flash_attn_fp8_func(qc, qc, qc)

@@ -108,22 +108,70 @@ warpflash::DType dtype_of(at::ScalarType type) {
   return type == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
 }
 
-// FP8's descales: fp32 (batch, heads_kv) on q's device (a one-element tensor is broadcast);
-// `kept` holds the contiguous copy the pointer refers to.
-const float* descale_of(const c10::optional<at::Tensor>& t, const char* name, const at::Tensor& q, int64_t batch,
-                        int64_t heads_kv, at::Tensor& kept) {
-  if (!t.has_value()) return nullptr;
+// FP8's scales of one of q, k, v (`name`: q_descale, k_descale or v_descale), fp32 on q's
+// device: FlashAttention-3's descale, (batch, heads_kv) or one element (broadcast), or
+// quantize_fp8's per-block scales of that tensor, (batch, heads, num_blocks) with its own
+// heads and num_blocks = ceil(seqlen / block_rows) for block_rows 64 or 128 (q) or 128 (k,
+// v), or 1 (one per (batch, head)). Returns the descale, or null and sets `block_scale` and
+// `block_rows`; `kept` holds the contiguous copy the pointers refer to.
+struct Fp8Scale {
+  const float* descale = nullptr;
+  const float* block_scale = nullptr;
+  int64_t block_rows = 0;
+};
+Fp8Scale fp8_scale_of(const c10::optional<at::Tensor>& t, const char* name, const at::Tensor& q,
+                      const warpflash::ForwardArgs& args, bool is_q, at::Tensor& kept) {
+  if (!t.has_value()) return {};
   TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn, "warpflash: ", name, " is given with q of dtype ",
                    python_dtype(q.scalar_type()), "; descales are for torch.float8_e4m3fn inputs");
   TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
                    "; it must be torch.float32");
   TORCH_CHECK_VALUE(t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(), "; q is on ",
                     q.device().str());
-  bool full = t->dim() == 2 && t->size(0) == batch && t->size(1) == heads_kv;
+  const warpflash::AttentionShape& shape = args.shape;
+  if (t->dim() == 3) {
+    TORCH_CHECK_VALUE(args.cu_seqlens_q == nullptr, "warpflash: ", name, " has shape ", python_shape(*t),
+                      ": per-block scales are for dense batches; packed sequences take (batch, heads_kv) descales");
+    int64_t heads = is_q ? shape.heads_q : shape.heads_kv, seqlen = is_q ? shape.seqlen_q : shape.seqlen_k;
+    int64_t blocks_64 = (seqlen + 63) / 64, blocks_128 = (seqlen + 127) / 128, blocks = t->size(2);
+    bool fits = t->size(0) == shape.batch && t->size(1) == heads &&
+                (blocks == 1 || blocks == blocks_128 || (is_q && blocks == blocks_64));
+    TORCH_CHECK_VALUE(fits, "warpflash: ", name, " has shape ", python_shape(*t), "; per-block scales are (",
+                      std::to_string(shape.batch), ", ", std::to_string(heads), ", num_blocks) with num_blocks 1 or ",
+                      is_q ? std::to_string(blocks_64) + " (64 rows a block) or " : std::string(),
+                      std::to_string(blocks_128), " (128 rows a block), as quantize_fp8 writes them");
+    kept = t->contiguous();
+    int64_t rows = blocks == 1 ? 0 : (is_q && blocks == blocks_64) ? 64 : 128;
+    return {nullptr, kept.data_ptr<float>(), rows};
+  }
+  bool full = t->dim() == 2 && t->size(0) == shape.batch && t->size(1) == shape.heads_kv;
   TORCH_CHECK_VALUE(full || t->numel() == 1, "warpflash: ", name, " has shape ", python_shape(*t), "; expected (",
-                    std::to_string(batch), ", ", std::to_string(heads_kv), ") (batch, heads_kv) or one element");
-  kept = full ? t->contiguous() : t->reshape({1, 1}).expand({batch, heads_kv}).contiguous();
-  return kept.data_ptr<float>();
+                    std::to_string(shape.batch), ", ", std::to_string(shape.heads_kv),
+                    ") (batch, heads_kv), one element, or per-block scales (batch, heads, num_blocks)");
+  kept = full ? t->contiguous() : t->reshape({1, 1}).expand({shape.batch, shape.heads_kv}).contiguous();
+  return {kept.data_ptr<float>(), nullptr, 0};
+}
+
+// Sets the FP8 scales of args from the three optional tensors (fp8_scale_of).
+void set_fp8_scales(warpflash::ForwardArgs& args, const at::Tensor& q, const c10::optional<at::Tensor>& q_descale,
+                    const c10::optional<at::Tensor>& k_descale, const c10::optional<at::Tensor>& v_descale,
+                    at::Tensor (&kept)[3]) {
+  Fp8Scale q_scale = fp8_scale_of(q_descale, "q_descale", q, args, true, kept[0]);
+  Fp8Scale k_scale = fp8_scale_of(k_descale, "k_descale", q, args, false, kept[1]);
+  Fp8Scale v_scale = fp8_scale_of(v_descale, "v_descale", q, args, false, kept[2]);
+  TORCH_CHECK_VALUE(k_scale.block_scale == nullptr || v_scale.block_scale == nullptr ||
+                        k_scale.block_rows == v_scale.block_rows,
+                    "warpflash: k_descale and v_descale are per-block scales of different block sizes (",
+                    std::to_string(k_scale.block_rows), " and ", std::to_string(v_scale.block_rows),
+                    " rows); k and v share one");
+  args.q_descale = q_scale.descale;
+  args.k_descale = k_scale.descale;
+  args.v_descale = v_scale.descale;
+  args.q_block_scale = q_scale.block_scale;
+  args.k_block_scale = k_scale.block_scale;
+  args.v_block_scale = v_scale.block_scale;
+  args.q_block_rows = q_scale.block_rows;
+  args.kv_block_rows = k_scale.block_scale != nullptr ? k_scale.block_rows : v_scale.block_rows;
 }
 
 struct ForwardOptions {
@@ -200,12 +248,10 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                                                const c10::optional<at::Tensor>& q_descale,
                                                const c10::optional<at::Tensor>& k_descale,
                                                const c10::optional<at::Tensor>& v_descale) {
-  at::Tensor sink, q_descale_kept, k_descale_kept, v_descale_kept;
+  at::Tensor sink, scales_kept[3];
   warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                              max_seqlen_k, options, learnable_sink, sink);
-  args.q_descale = descale_of(q_descale, "q_descale", q, args.shape.batch, args.shape.heads_kv, q_descale_kept);
-  args.k_descale = descale_of(k_descale, "k_descale", q, args.shape.batch, args.shape.heads_kv, k_descale_kept);
-  args.v_descale = descale_of(v_descale, "v_descale", q, args.shape.batch, args.shape.heads_kv, v_descale_kept);
+  set_fp8_scales(args, q, q_descale, k_descale, v_descale, scales_kept);
   c10::cuda::CUDAGuard device_guard(q.device());
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   bool packed = cu_seqlens_q.has_value();

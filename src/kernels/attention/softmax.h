@@ -88,6 +88,16 @@ struct OnlineSoftmax {
     return correction;
   }
 
+  // The next scores come in units of another scale (FP8 block quantization: their K
+  // block's): the running max follows into the new units (a few ulps of the reference
+  // max, which the sums and O are relative to, are lost: far below e4m3's rounding).
+  CUTE_DEVICE void set_scale(float new_scale_log2) {
+    float ratio = scale_log2 / new_scale_log2;
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) row_max[r] *= ratio;
+    scale_log2 = new_scale_log2;
+  }
+
   // O *= correction, per row; with kLazyRescale only if some row of the warp moved its
   // reference max (a warp-uniform branch).
   template <class TensorO>

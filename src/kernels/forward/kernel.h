@@ -224,20 +224,27 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       clear(acc_o);
       constexpr int kRows = decltype(size<0>(rowcol_layout(acc_o.layout())))::value;
       // FP8: the scores of the dequantized Q and K are q_descale * k_descale times those of
-      // the e4m3 values.
+      // the e4m3 values, and Q's block scale of this warpgroup's 64 rows (K's per block:
+      // the mainloop).
       float scale_log2 = params.scale_log2;
       if constexpr (Traits::kFp8) {
-        scale_log2 *= descale(params, params.q_descale, tile) * descale(params, params.k_descale, tile);
+        // (The last row's block where this warpgroup's rows lie past seqlen_q: its scale
+        // array ends there. Block scales come with dense sequences only.)
+        int warpgroup_row = min(tile.m_block * Traits::kBlockM + consumer_tid / cutlass::NumThreadsPerWarpGroup * 64,
+                                params.seq_q.seqlen - 1);
+        scale_log2 *= descale(params, params.q_descale, tile) * descale(params, params.k_descale, tile) *
+                      params.q_block_scale.at(tile.batch, tile.head, warpgroup_row);
       }
       OnlineSoftmax<kRows, Traits::kLazyRescale> softmax(scale_log2);
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.
+      float o_unit = 1.f;  // what O is still to be multiplied by (FP8's V block scales)
       if (work.empty()) {
         if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (Traits::kFp8) {
-          Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile, work,
+          o_unit = Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile, work,
                                        round, consumer_tid, acc_o, softmax, [](int) {});
         } else if constexpr (kWarpSpecialization) {
           Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work,
@@ -272,7 +279,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       // (Sinks never reach a split tile: uniform_tiles() keeps them off the clustered kernels.)
       float o_scale = 1.f;
-      if constexpr (Traits::kFp8) o_scale = descale(params, params.v_descale, tile);
+      if constexpr (Traits::kFp8) o_scale = descale(params, params.v_descale, tile) * o_unit;
       softmax.finalize(acc_o_rc, lse, params.sinks == nullptr ? -INFINITY : params.sinks[tile.head] * float(M_LOG2E),
                        o_scale);
       if constexpr (Traits::kSplitTail) {

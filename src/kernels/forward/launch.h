@@ -128,6 +128,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       args.k_descale,
       args.v_descale,
       shape.heads_kv,
+      make_block_scales(args.q_block_scale, shape.heads_q, shape.seqlen_q, args.q_block_rows),
+      make_block_scales(args.k_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
+      make_block_scales(args.v_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
   };
 
   if constexpr (Traits::kTmaStoreO) {

@@ -214,8 +214,10 @@ struct ForwardMainloop {
   // Mask: CausalMask (the plain kernel: no softcap, nothing per sequence) or AttentionMask
   // (kernel.h).
   // pipeline_v: where V^T comes from (FP8: the transposing warps, kernel.h).
+  // Returns what O is still to be multiplied by: FP8 with V block scales, the scale of the
+  // V block added last (below); 1 otherwise.
   template <class Mask, class PipelineV, class AccO, class Softmax, class Pingpong, class AfterBlock>
-  CUTE_DEVICE static void mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+  CUTE_DEVICE static float mma(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                               PipelineV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
                               unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
                               AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
@@ -348,10 +350,51 @@ struct ForwardMainloop {
       if (!Traits::kOInQBuffer && last_block) release_q(storage, round);
     };
     int n_block_begin = work.n_block_begin;
+
+    // FP8 block quantization (block_scales.h), where K or V scales are given: a K block's
+    // scale joins its softmax scale; O is held in units of the scale of the V block added
+    // last, rescaled by the ratio of consecutive V scales together with the softmax's
+    // correction, so that P itself is never scaled (a small scale would push it into
+    // e4m3's subnormals). A block's scales are read before its GEMMs, which hide the load.
+    bool kv_scaled = false;
+    float base_scale_log2 = 0.f, o_unit = 1.f, k_scale = 1.f, v_scale = 1.f;
+    RowScales k_scales{}, v_scales{};
+    if constexpr (Traits::kFp8) {
+      kv_scaled = params.k_block_scale.data != nullptr || params.v_block_scale.data != nullptr;
+      int kv_head = tile.head / params.heads_per_kv_head;
+      k_scales = params.k_block_scale.of(tile.batch, kv_head);
+      v_scales = params.v_block_scale.of(tile.batch, kv_head);
+      base_scale_log2 = softmax.scale_log2;
+    }
+    auto read_kv_scales = [&](int n_block) {
+      if constexpr (Traits::kFp8) {
+        if (kv_scaled) {
+          k_scale = k_scales.at(n_block * Traits::kBlockN);
+          v_scale = v_scales.at(n_block * Traits::kBlockN);
+        }
+      }
+    };
+    auto scale_scores = [&] {
+      if constexpr (Traits::kFp8) {
+        if (kv_scaled) softmax.set_scale(base_scale_log2 * k_scale);
+      }
+    };
+    auto change_o_unit = [&](auto& correction) {
+      if constexpr (Traits::kFp8) {
+        if (kv_scaled) {
+          float ratio = o_unit / v_scale;
+          CUTLASS_PRAGMA_UNROLL
+          for (int r = 0; r < int(correction.size()); ++r) correction[r] *= ratio;
+          o_unit = v_scale;
+        }
+      }
+    };
+
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = work.n_block_end - 1;
+    read_kv_scales(n_block);
     pipeline_k.consumer_wait(read_k);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
@@ -362,7 +405,9 @@ struct ForwardMainloop {
     ++read_k;
     release_q_after(n_block == n_block_begin);
     scores_of_block(n_block, true);
+    scale_scores();
     softmax.update(acc_s_rc);
+    o_unit = v_scale;  // O is still zero
     store_p();
 
     // Intra-warpgroup overlap (FlashAttention-3, section 3.2): S of the next block is
@@ -371,6 +416,7 @@ struct ForwardMainloop {
     // kernel without masks inside the loop holds one counter, not the block and its end.
     for (int blocks_left = n_block - n_block_begin; blocks_left > 0; --blocks_left) {
       n_block = n_block_begin + blocks_left - 1;
+      read_kv_scales(n_block);
       PipelineState read_v = previous(read_k);
       pipeline_k.consumer_wait(read_k);
       pipeline_v.consumer_wait(read_v);
@@ -386,7 +432,9 @@ struct ForwardMainloop {
       ++read_k;
       release_q_after(blocks_left == 1);
       scores_of_block(n_block, Traits::kMaskInsideLoop);
+      scale_scores();
       auto correction = softmax.update(acc_s_rc);
+      change_o_unit(correction);
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);
       release_kv(pipeline_v, storage.pipeline_v, read_v);
@@ -404,6 +452,7 @@ struct ForwardMainloop {
     warpgroup_fence_operand(acc_o);
     release_kv(pipeline_v, storage.pipeline_v, read_v);
     after_block(n_block_begin);
+    return o_unit;
   }
 };
 

@@ -9,6 +9,7 @@
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "kernels/forward/config.h"
+#include "kernels/attention/block_scales.h"
 #include "kernels/attention/mask.h"
 #include "kernels/attention/seqlen.h"
 #include "kernels/attention/tile_scheduler.h"
@@ -241,6 +242,11 @@ struct ForwardTraits {
     float const* k_descale;
     float const* v_descale;
     int64_t descale_batch_stride;
+    // FP8 block quantization (block_scales.h): Q's scale of a consumer warpgroup's 64 rows
+    // multiplies its scores, K's of a K/V block the block's scores, V's the block's P V.
+    BlockScales q_block_scale;
+    BlockScales k_block_scale;
+    BlockScales v_block_scale;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
