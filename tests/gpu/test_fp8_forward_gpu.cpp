@@ -253,12 +253,13 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
     // The largest single error depends on which P values round which way: the kernel
     // rounds P against its running (and lazily kept) row max, not the row's final max, so
     // its roundings differ from the reference's. Rounding every P of a row the same way
-    // (2^-4 relative) would move O by up to 2^-4 max |v|; half that bounds the element,
-    // twice the reference's error bounds the whole (the L2 check below).
+    // (2^-4 relative) would move O by up to 2^-4 max |v|, which bounds the element (d = 256's
+    // lazily rescaled rows, whose P reach 2^8, came within 2^-4.5 max |v| on the block-scale
+    // cases' heavy-tailed V); twice the reference's error bounds the whole (the L2 check).
     const double bf16_rounding = std::ldexp(1.0, -8);
     double max_v = 0;
     for (double x : v_seq) max_v = std::max(max_v, std::fabs(x));
-    EXPECT_LE(max_err, std::max(2 * max_p, std::ldexp(max_v, -5)) + bf16_rounding * max_ref)
+    EXPECT_LE(max_err, std::max(2 * max_p, std::ldexp(max_v, -4)) + bf16_rounding * max_ref)
         << "max abs error (P rounded to e4m3: " << max_p << ", max |v| " << max_v << ")";
     if (sq_ref > 0) {
       double rel = std::sqrt(sq_err / sq_ref), rel_p = std::sqrt(sq_p / sq_ref);
@@ -269,7 +270,9 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
       for (int64_t r = 0; r < sq; ++r) {
         int64_t index = c.packed ? h * total_q + cu_q[b] + r : (b * c.heads_q + h) * sq + r;
         double got = lse_out[index], want = lse_ref[h * sq + r];
-        bool ok = std::isinf(want) ? (std::isinf(got) && got < 0) : std::fabs(got - want) <= 1e-3 * (1 + std::fabs(want));
+        // The FP8 WGMMA accumulates Q K^T with less than fp32's precision: about 2^-9 of the
+        // logits at d = 256 (the LSE is about the largest logit).
+        bool ok = std::isinf(want) ? (std::isinf(got) && got < 0) : std::fabs(got - want) <= 2e-3 * (1 + std::fabs(want));
         if (!ok && bad_lse++ < 5) ADD_FAILURE() << "lse head " << h << " row " << r << " = " << got << ", reference " << want;
       }
     }

@@ -374,14 +374,17 @@ struct ForwardMainloop {
         }
       }
     };
+    // (Only where a scale changes: the approximate division would make x / x differ from 1,
+    // and a correction != 1 makes the lazily rescaling kernels rescale O.)
     auto scale_scores = [&] {
       if constexpr (Traits::kFp8) {
-        if (kv_scaled) softmax.set_scale(base_scale_log2 * k_scale);
+        float scale_log2 = base_scale_log2 * k_scale;
+        if (kv_scaled && scale_log2 != softmax.scale_log2) softmax.set_scale(scale_log2);
       }
     };
     auto change_o_unit = [&](auto& correction) {
       if constexpr (Traits::kFp8) {
-        if (kv_scaled) {
+        if (kv_scaled && v_scale != o_unit) {
           float ratio = o_unit / v_scale;
           CUTLASS_PRAGMA_UNROLL
           for (int r = 0; r < int(correction.size()); ++r) correction[r] *= ratio;
