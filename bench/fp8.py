@@ -139,7 +139,8 @@ def main():
                 func_vs_bf16 = f"{rate['fp8_func'] / rate['bf16']:.2f}" if "bf16" in rate else "-"
                 print(f"| {head_dim} | {int(causal)} | {seqlen} | {rate['warpflash']:.0f} | {cells['fa3']} | "
                       f"{cells['cudnn']} | {ratio} | {cells['bf16']} | {rate['blocks']:.0f} | "
-                      f"{rate['blocks'] / rate['warpflash']:.2f} | {rate['fp8_func']:.0f} | {func_vs_bf16} |", flush=True)
+                      f"{rate['blocks'] / rate['warpflash']:.2f} | {rate['fp8_func']:.0f} | {func_vs_bf16} |",
+                      flush=True)
     return 0
 
 

@@ -103,7 +103,8 @@ Quantized quantize(const std::vector<double>& x, const std::vector<int>& cu, int
       descales[b * heads_kv + g] = descale;
       for (int64_t h = g * group; h < (g + 1) * group; ++h) {
         for (int64_t i = 0; i < std::max<int64_t>(blocks, 1); ++i) {
-          int64_t begin = blocks == 0 ? cu[b] : cu[b] + i * rows, end = blocks == 0 ? cu[b + 1] : std::min(begin + rows, int64_t(cu[b + 1]));
+          int64_t begin = blocks == 0 ? cu[b] : cu[b] + i * rows;
+          int64_t end = blocks == 0 ? cu[b + 1] : std::min(begin + rows, int64_t(cu[b + 1]));
           float block_scale = blocks == 0 ? 1.f : scale_of(amax_of(begin, end, h, h + 1, descale));
           if (blocks > 0) out.block_scales.push_back(block_scale);
           for (int64_t r = begin; r < end; ++r) {
@@ -174,8 +175,8 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
   DeviceBuffer<float> lse_dev(std::max<int64_t>(total_q * c.heads_q, 1)), qd_dev(q_descale.size()),
       kd_dev(k_descale.size()), vd_dev(v_descale.size());
   DeviceBuffer<int> cu_q_dev(cu_q.size()), cu_k_dev(cu_k.size());
-  DeviceBuffer<float> qb_dev(std::max<size_t>(q.block_scales.size(), 1)), kb_dev(std::max<size_t>(k.block_scales.size(), 1)),
-      vb_dev(std::max<size_t>(v.block_scales.size(), 1));
+  DeviceBuffer<float> qb_dev(std::max<size_t>(q.block_scales.size(), 1)),
+      kb_dev(std::max<size_t>(k.block_scales.size(), 1)), vb_dev(std::max<size_t>(v.block_scales.size(), 1));
   ASSERT_TRUE((q.block_scales.empty() || qb_dev.upload(q.block_scales)) &&
               (k.block_scales.empty() || kb_dev.upload(k.block_scales)) &&
               (v.block_scales.empty() || vb_dev.upload(v.block_scales)));
@@ -272,7 +273,8 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
         double got = lse_out[index], want = lse_ref[h * sq + r];
         // The FP8 WGMMA accumulates Q K^T with less than fp32's precision: about 2^-9 of the
         // logits at d = 256 (the LSE is about the largest logit).
-        bool ok = std::isinf(want) ? (std::isinf(got) && got < 0) : std::fabs(got - want) <= 2e-3 * (1 + std::fabs(want));
+        bool ok = std::isinf(want) ? (std::isinf(got) && got < 0)
+                                   : std::fabs(got - want) <= 2e-3 * (1 + std::fabs(want));
         if (!ok && bad_lse++ < 5) ADD_FAILURE() << "lse head " << h << " row " << r << " = " << got << ", reference " << want;
       }
     }

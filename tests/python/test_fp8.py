@@ -202,7 +202,8 @@ def test_flash_attn_fp8_func(head_dim, recipe):
         assert out.dtype == dtype and out.shape == q.shape and lse.shape == (2, 8, 513)
         # The same as quantize_fp8 and flash_attn_func by hand, to the bit.
         q_rows, kv_rows = (64, 128) if block_quant else (0, 0)
-        (qc, qs), (kc, ks) = (quantize_fp8(x, block_rows=r, hadamard=hadamard, seed=3) for x, r in ((q, q_rows), (k, kv_rows)))
+        (qc, qs), (kc, ks) = (quantize_fp8(x, block_rows=r, hadamard=hadamard, seed=3)
+                              for x, r in ((q, q_rows), (k, kv_rows)))
         vc, vs = quantize_fp8(v, block_rows=kv_rows)
         by_hand = flash_attn_func(qc, kc, vc, causal=True, q_descale=qs, k_descale=ks, v_descale=vs)
         assert torch.equal(out, by_hand.to(dtype))

@@ -244,8 +244,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else {
         if constexpr (Traits::kFp8) {
-          o_unit = Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile, work,
-                                       round, consumer_tid, acc_o, softmax, [](int) {});
+          o_unit = Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile,
+                                                work, round, consumer_tid, acc_o, softmax, [](int) {});
         } else if constexpr (kWarpSpecialization) {
           Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_v, read_k, pingpong, index, tile, work,
                                        round, consumer_tid, acc_o, softmax, [](int) {});
