@@ -39,6 +39,19 @@ results=$(mktemp -d)
 pack() { tar czf "${OUT:-.}/results.tgz" -C "$results" .; }
 trap pack EXIT
 has() { [[ " $steps " == *" $1 "* ]]; }
+# memcheck and racecheck of the GPU tests the filter $2 selects, logged as $1-<tool>.log.
+sanitize() {
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
+      --gtest_filter="$2" > "$results/$1-$tool.log" 2>&1
+    echo "$1 $tool rc=$?"; tail -n 2 "$results/$1-$tool.log"
+  done
+}
+# The Python package on BUILD's library.
+install_package() {
+  WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
+    > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
+}
 
 if has check; then
   TEST_TIMEOUT=${TEST_TIMEOUT:-150} BENCH_TIMEOUT=${BENCH_TIMEOUT:-240} scripts/gpu_check.sh "$build" "$results" \
@@ -72,15 +85,9 @@ if has fp8; then
   timeout 240 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 --gtest_filter='Fp8*:*Quantiz*:BlockScales*' \
     > "$results/fp8-tests.log" 2>&1
   echo "FP8 GPU tests rc=$?"; tail -n 4 "$results/fp8-tests.log"
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
-      --gtest_filter='Fp8/*d128_block_scales_gqa:Fp8/*d256_block_scales_with_descales_window:Fp8/*d64_block_scales_odd_lengths' \
-      > "$results/fp8-$tool.log" 2>&1
-    echo "FP8 $tool rc=$?"; tail -n 2 "$results/fp8-$tool.log"
-  done
+  sanitize fp8 'Fp8/*d128_block_scales_gqa:Fp8/*d256_block_scales_with_descales_window:Fp8/*d64_block_scales_odd_lengths'
   if python3 -c "import torch" 2>/dev/null; then
-    WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
-      > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
+    install_package
     (cd tests/python && timeout 300 python3 -m pytest -q -ra test_fp8.py > "$results/pytest-fp8.log" 2>&1)
     echo "pytest fp8 rc=$?"; tail -n 5 "$results/pytest-fp8.log"
     (cd bench && timeout 120 python3 fp8_accuracy_gpu.py > "$results/fp8-accuracy.log" 2>&1)
@@ -90,8 +97,7 @@ if has fp8; then
   fi
 fi
 if has python && python3 -c "import torch" 2>/dev/null; then
-  WARPFLASH_PREBUILT_LIB=$build/src/libwarpflash.a python3 -m pip install --no-build-isolation --no-deps -q . \
-    > "$results/pip.log" 2>&1 || { echo "pip install failed"; tail -20 "$results/pip.log"; }
+  install_package
   (cd tests/python && LD_PRELOAD=${PYTEST_PRELOAD:-} timeout 300 python3 -m pytest -q -ra . > "$results/pytest.log" 2>&1)
   rc=$?; echo "pytest rc=$rc"; tail -n 8 "$results/pytest.log"
   # A crash: PYTEST_PRELOAD may name a library that prints the native stack on SIGSEGV.
@@ -108,12 +114,7 @@ if has backward; then
   timeout 400 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 --gtest_filter='Prepost/*:Backward*' \
     > "$results/backward-tests.log" 2>&1
   echo "backward GPU tests rc=$?"; tail -n 5 "$results/backward-tests.log"
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
-      --gtest_filter='Backward/*bf16_d128_causal_more_queries:Backward/*fp16_d64_gqa_causal:BackwardVarlenGpu.*' \
-      > "$results/backward-$tool.log" 2>&1
-    echo "backward $tool rc=$?"; tail -n 2 "$results/backward-$tool.log"
-  done
+  sanitize backward 'Backward/*bf16_d128_causal_more_queries:Backward/*fp16_d64_gqa_causal:BackwardVarlenGpu.*'
   timeout 120 "$build/bench/warpflash_bench" --backward --dtypes bf16 --head-dims 64,128 --seqlens 2048,8192,16384 \
     --causal both --iters 20 --warmup 3 > "$results/backward-cpp-bench.log" 2>&1
   echo "backward C++ bench rc=$?"; grep -E "^(bf16|fp16)" "$results/backward-cpp-bench.log"
