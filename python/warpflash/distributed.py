@@ -183,22 +183,29 @@ class _RingAttention(torch.autograd.Function):
         local = q.shape[1]
         d_q = _accumulator(torch.zeros_like(q))
         k_cur, v_cur = k, v
-        d_k_cur = _accumulator(torch.zeros_like(k))  # the sums for the K/V shard in hand
-        d_v_cur = _accumulator(torch.zeros_like(v))
         d_out = d_out.contiguous()
+        # The dK, dV sums of the K/V shard in hand, from the ranks that held it before: on
+        # their way from the previous rank while this rank computes its own share.
+        incoming = None
         for step in range(ring.world_size):
             pending_kv = ring.start([k_cur, v_cur]) if step + 1 < ring.world_size else None
+            d_k_cur, d_v_cur = _accumulator(torch.zeros_like(k)), _accumulator(torch.zeros_like(v))
             for rows, keys, piece_causal in _pieces(step, ring.rank, ring.world_size, causal, layout, local):
                 dq, dk, dv = _piece_backward(d_out[:, rows], q[:, rows], k_cur[:, keys], v_cur[:, keys],
                                              out[:, rows], lse[..., rows], scale, piece_causal, deterministic)
                 d_q[:, rows] += dq
                 d_k_cur[:, keys] += dk
                 d_v_cur[:, keys] += dv
+            if incoming is not None:
+                d_k_in, d_v_in = incoming()
+                d_k_cur += d_k_in
+                d_v_cur += d_v_in
             # The sums go on with their shard; after the last step they reach its own rank.
-            d_k_cur, d_v_cur = ring.start([d_k_cur, d_v_cur])()
+            incoming = ring.start([d_k_cur, d_v_cur])
             if pending_kv is not None:
                 k_cur, v_cur = pending_kv()
-        return d_q.to(q.dtype), d_k_cur.to(k.dtype), d_v_cur.to(v.dtype), None, None, None, None, None
+        d_k, d_v = incoming()
+        return d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype), None, None, None, None, None
 
 
 def ring_flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, group=None,
