@@ -134,15 +134,18 @@ class _Ring:
         self.prev = global_rank((self.rank - 1) % self.world_size)
 
     def start(self, tensors):
-        """Sends `tensors` on, returns (received buffers, a wait function)."""
-        received = [torch.empty_like(t) for t in tensors]
-        ops = [dist.P2POp(dist.isend, t.contiguous(), self.next, self.group) for t in tensors]
+        """Sends `tensors` on and receives as many from the previous rank; returns a function
+        that waits for both and returns the received tensors."""
+        sent = [t.contiguous() for t in tensors]  # referenced until the sends are done
+        received = [torch.empty_like(t) for t in sent]
+        ops = [dist.P2POp(dist.isend, t, self.next, self.group) for t in sent]
         ops += [dist.P2POp(dist.irecv, r, self.prev, self.group) for r in received]
         requests = dist.batch_isend_irecv(ops)
 
         def wait():
             for request in requests:
                 request.wait()
+            del sent[:]
             return received
         return wait
 
@@ -152,20 +155,19 @@ class _RingAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, scale, causal, layout, group, deterministic):
         ring = _Ring(group)
         local = q.shape[1]
-        out = lse = None
-        halves = {}  # query-row slice -> (out, lse) so far
+        partials = {}  # (first, last + 1) query row of the pieces -> their merged (out, lse) so far
         k_cur, v_cur = k, v
         for step in range(ring.world_size):
             pending = ring.start([k_cur, v_cur]) if step + 1 < ring.world_size else None
             for rows, keys, piece_causal in _pieces(step, ring.rank, ring.world_size, causal, layout, local):
                 part_out, part_lse = _piece_forward(q[:, rows], k_cur[:, keys], v_cur[:, keys], scale, piece_causal)
                 key = (rows.start, rows.stop)
-                halves[key] = merge_partials(*halves.get(key, (None, None)), part_out, part_lse)
+                partials[key] = merge_partials(*partials.get(key, (None, None)), part_out, part_lse)
             if pending is not None:
                 k_cur, v_cur = pending()
         # Pieces cover either all query rows or the second half (zigzag): merge the latter in.
-        out, lse = halves.pop((0, local))
-        for (start, stop), (part_out, part_lse) in halves.items():
+        out, lse = partials.pop((0, local))
+        for (start, stop), (part_out, part_lse) in partials.items():
             merged_out, merged_lse = merge_partials(out[:, start:stop], lse[..., start:stop], part_out, part_lse)
             out = torch.cat([out[:, :start], merged_out, out[:, stop:]], dim=1)
             lse = torch.cat([lse[..., :start], merged_lse, lse[..., stop:]], dim=-1)
