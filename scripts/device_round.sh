@@ -22,6 +22,9 @@
 #               and racecheck on block-scale cases, the package and pytest test_fp8.py, the
 #               accuracy study (bench/fp8_accuracy_gpu.py) and the FP8 benchmark
 #               (bench/fp8.py; FP8_BENCH_ARGS) against FA3's and cuDNN's FP8 where installed.
+#   ring        (only when named in ROUND_STEPS; a machine of 2+ GPUs) ring attention: the
+#               package, pytest test_distributed.py and bench/ring_attention.py under torchrun
+#               on every GPU (RING_BENCH_ARGS).
 #   profile     (only when named in ROUND_STEPS) Nsight Compute counters of BUILD's kernel
 #               (PROFILE_KERNEL, a regex, default forward_kernel; PROFILE_SKIP launches of it
 #               skipped, default 2; for the backward: backward_kernel, 1, and --backward in
@@ -95,6 +98,15 @@ if has fp8; then
     (cd bench && timeout 300 python3 fp8.py ${FP8_BENCH_ARGS:-} > "$results/fp8-bench.log" 2>&1)
     echo "fp8 bench rc=$?"; cat "$results/fp8-bench.log"
   fi
+fi
+if has ring; then
+  install_package
+  (cd tests/python && timeout 400 python3 -m pytest -q -ra test_distributed.py > "$results/pytest-ring.log" 2>&1)
+  echo "pytest ring rc=$?"; tail -n 5 "$results/pytest-ring.log"
+  gpus=$(nvidia-smi -L | wc -l)
+  (cd bench && NCCL_NVLS_ENABLE=0 timeout 500 torchrun --standalone --nproc_per_node "$gpus" ring_attention.py \
+    ${RING_BENCH_ARGS:-} > "$results/ring-bench.log" 2>&1)
+  echo "ring bench rc=$?"; grep -v "^W" "$results/ring-bench.log"
 fi
 if has python && python3 -c "import torch" 2>/dev/null; then
   install_package
