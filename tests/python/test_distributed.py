@@ -89,10 +89,10 @@ def _whole_sequence(case):
     return {"out": out.detach(), "lse": lse.detach(), "dq": q.grad, "dk": k.grad, "dv": v.grad}
 
 
-def _case(seqlen, heads_q, heads_kv, causal, layout, dtype):
-    """q, k, v and d_out of the whole sequence (batch 2, head_dim 32), on the CPU."""
+def _case(seqlen, heads_q, heads_kv, causal, layout, dtype, head_dim=32):
+    """q, k, v and d_out of the whole sequence (batch 2), on the CPU."""
     torch.manual_seed(seqlen + heads_q + causal)
-    tensors = [torch.randn(2, seqlen, heads, 32, dtype=dtype) for heads in (heads_q, heads_kv, heads_kv, heads_q)]
+    tensors = [torch.randn(2, seqlen, heads, head_dim, dtype=dtype) for heads in (heads_q, heads_kv, heads_kv, heads_q)]
     return {"tensors": tensors, "causal": causal, "layout": layout}
 
 
@@ -123,10 +123,10 @@ def test_ring_on_gpus_within_flash_attention_error(layout):
     float64 whole-sequence attention is within twice that of one process's bf16 attention
     (FlashAttention's criterion)."""
     world_size = min(torch.cuda.device_count(), 4)
-    case = _case(1024 * world_size, 8, 2, True, layout, torch.bfloat16)
+    case = _case(1024 * world_size, 8, 2, True, layout, torch.bfloat16, head_dim=128)
     got, want = _run_ring(world_size, "nccl", case), _whole_sequence(case)
     q, k, v, d_out = (t.cuda().requires_grad_(i < 3) for i, t in enumerate(case["tensors"]))
-    one, _ = attention_reference(q, k, v, 32 ** -0.5, True, dtype=torch.bfloat16)
+    one, _ = attention_reference(q, k, v, 128 ** -0.5, True, dtype=torch.bfloat16)
     one.backward(d_out)
     single = {"out": one.detach().cpu(), "dq": q.grad.cpu(), "dk": k.grad.cpu(), "dv": v.grad.cpu()}
     for name in ("out", "dq", "dk", "dv"):
