@@ -22,6 +22,11 @@
 #               and racecheck on block-scale cases, the package and pytest test_fp8.py, the
 #               accuracy study (bench/fp8_accuracy_gpu.py) and the FP8 benchmark
 #               (bench/fp8.py; FP8_BENCH_ARGS) against FA3's and cuDNN's FP8 where installed.
+#   decode      (only when named in ROUND_STEPS) serving: the forward's GPU tests of decode,
+#               packed GQA and split-KV cases (Features/*decode*, *split*, *speculative*),
+#               memcheck and racecheck on a few, the package and pytest test_kvcache.py,
+#               and the KV-cache benchmark (bench/decode.py) against FA3, FA4 and cuDNN
+#               where installed.
 #   ring        (only when named in ROUND_STEPS; a machine of 2+ GPUs) ring attention: the
 #               package, pytest test_distributed.py and bench/ring_attention.py under torchrun
 #               on every GPU (RING_BENCH_ARGS).
@@ -84,6 +89,20 @@ if has profile; then
     grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|L2 Hit Rate|Issued Warp|No Eligible|Stall" "$results/profile-$i.log" | head -20
   done
 fi
+if has decode; then
+  timeout 300 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
+    --gtest_filter='Features/*decode*:Features/*split*:Features/*speculative*' > "$results/decode-tests.log" 2>&1
+  echo "decode GPU tests rc=$?"; tail -n 4 "$results/decode-tests.log"
+  sanitize decode 'Features/*bf16_d128_decode_gqa_split:Features/*bf16_d64_prefill_causal_three_splits:Features/*fp16_d256_decode_gqa3_seqused_causal'
+  if python3 -c "import torch" 2>/dev/null; then
+    install_package
+    (cd tests/python && timeout 300 python3 -m pytest -q -ra test_kvcache.py > "$results/pytest-kvcache.log" 2>&1)
+    echo "pytest kvcache rc=$?"; tail -n 5 "$results/pytest-kvcache.log"
+    (cd bench && timeout 300 python3 decode.py --csv "$results/decode.csv" > "$results/decode-bench.log" 2>&1)
+    echo "decode bench rc=$?"; cat "$results/decode-bench.log"
+  fi
+fi
+
 if has fp8; then
   timeout 240 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 --gtest_filter='Fp8*:*Quantiz*:BlockScales*' \
     > "$results/fp8-tests.log" 2>&1

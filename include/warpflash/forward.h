@@ -112,6 +112,17 @@ struct ForwardArgs {
   const float* v_block_scale = nullptr;
   int64_t q_block_rows = 64;
   int64_t kv_block_rows = 128;
+
+  // Split-KV (flash-decoding; FlashAttention's num_splits): each query tile's keys are
+  // divided among num_splits CTAs whose partial results are merged by their LSE, so that
+  // problems with fewer tiles than SMs (decode) keep every SM reading K and V. 0 lets
+  // forward() choose from the problem and the SM count (it splits only with a workspace);
+  // 1 never splits; 2..128 always split (the workspace of forward_workspace_bytes() is then
+  // required). Splitting needs dense queries (no cu_seqlens_q, no seqused_q), no
+  // learnable_sink and 16-bit inputs; num_splits = 0 quietly does not split otherwise.
+  // (Decode with GQA also packs the query heads of each K/V head into one tile: with
+  // seqlen_q = 1, no sinks and no Q block scales; automatic.)
+  int64_t num_splits = 0;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

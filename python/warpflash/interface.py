@@ -41,7 +41,7 @@ def _descales(**descales):
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, *, window_size=(-1, -1),
                     softcap=0.0, attention_chunk=0, learnable_sink=None, deterministic=False, q_descale=None,
-                    k_descale=None, v_descale=None):
+                    k_descale=None, v_descale=None, num_splits=0):
     """Exact attention softmax(q k^T * softmax_scale) v on a Hopper GPU.
 
     q, k: (batch, seqlen_q / seqlen_k, heads_q / heads_kv, head_dim); v: (batch, seqlen_k,
@@ -61,6 +61,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     Differentiable in q, k and v (the LSE is not); deterministic=True makes the backward's
     results bitwise identical run to run.
 
+    num_splits divides each query tile's keys among CTAs, merged by their LSE
+    (flash-decoding): 0 chooses from the problem (problems with fewer tiles than SMs), 1
+    never splits, 2..128 always (16-bit inputs, no learnable_sink).
+
     FP8 (FlashAttention-3's call): q, k, v of dtype torch.float8_e4m3fn (head_dim 64, 128 or
     256), with optional fp32 descales q_descale, k_descale, v_descale of shape (batch,
     heads_kv) (or one element): the inputs stand for q * q_descale etc. per (batch, K/V
@@ -79,7 +83,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     descales = _descales(q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
     return _ops.forward(q, k, v, None, None, None, None, 0, 0, float(softmax_scale), bool(causal), left, right, chunk,
-                        softcap, _sink(learnable_sink), bool(return_lse), bool(deterministic), descales)
+                        softcap, _sink(learnable_sink), bool(return_lse), bool(deterministic), descales,
+                        int(num_splits))
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
@@ -162,3 +167,112 @@ def flash_attn_fp8_func(q, k, v, softmax_scale=None, causal=False, return_lse=Fa
     out, lse = result if return_lse else (result, None)
     out = out.to(q.dtype)
     return (out, lse) if return_lse else out
+
+
+def apply_rotary(x, cos, sin, positions, interleaved=True):
+    """x (batch, seqlen, heads, head_dim) with its first rotary_dim = 2 * cos.shape[-1]
+    channels rotated by the angles of `positions` (batch, seqlen), whose cos and sin are
+    rows of the (max_position, rotary_dim / 2) tables: pairs (x[2i], x[2i + 1]) when
+    interleaved (GPT-J), (x[i], x[i + rotary_dim / 2]) otherwise (GPT-NeoX). In fp32, then
+    back to x's dtype."""
+    rotary_dim = 2 * cos.shape[-1]
+    c = cos[positions].unsqueeze(2).float()
+    s = sin[positions].unsqueeze(2).float()
+    x_rot = x[..., :rotary_dim].float()
+    if interleaved:
+        x1, x2 = x_rot[..., 0::2], x_rot[..., 1::2]
+        rotated = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
+    else:
+        x1, x2 = x_rot.chunk(2, dim=-1)
+        rotated = torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
+    return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, page_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, learnable_sink=None, num_splits=0, return_softmax_lse=False):
+    """Attention of q over a KV cache, FlashAttention's call for decoding.
+
+    q (batch, seqlen_q, heads_q, head_dim); k_cache, v_cache (batch, seqlen_cache,
+    heads_kv, head_dim / head_dim_v), the cache of each sequence; cache_seqlens, an int or
+    int32 (batch,) CUDA tensor, how many of its tokens are filled (None: all). With k and v
+    (batch, seqlen_new, heads_kv, ...), the new tokens are written into the caches in place
+    at cache_seqlens .. cache_seqlens + seqlen_new - 1 (the caller keeps those slots inside
+    the cache) and attended in the same call. With rotary_cos and rotary_sin
+    (max_position, rotary_dim / 2), k is rotated at those positions before it is written,
+    and q at the same positions when causal or windowed, else all of q at position
+    cache_seqlens (rotary_interleaved: GPT-J pairs, else GPT-NeoX halves). causal aligns
+    each query to the end of its sequence's keys; window_size, softcap, learnable_sink as
+    flash_attn_func. num_splits divides each (sequence, head)'s keys among CTAs (0: chosen
+    for the problem; 1: never). With one query per sequence and GQA, the query heads of
+    a K/V head share one tile, so the cache is read once per K/V head.
+
+    Returns out (batch, seqlen_q, heads_q, head_dim_v), and (out, lse) with
+    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)). Paged caches (page_table),
+    cache_batch_idx and cache_leftpad are not supported yet and raise ValueError.
+    """
+    _check_tensors(q=q, k_cache=k_cache, v_cache=v_cache)
+    for name, value in (("page_table", page_table), ("cache_batch_idx", cache_batch_idx),
+                        ("cache_leftpad", cache_leftpad)):
+        if value is not None:
+            raise ValueError(f"warpflash: flash_attn_with_kvcache: {name} is not supported yet (pass None): the "
+                             "cache must be one dense (batch, seqlen_cache, heads_kv, head_dim) tensor per K and V, "
+                             "row b for sequence b, filled from position 0")
+    if (k is None) != (v is None):
+        raise ValueError("warpflash: flash_attn_with_kvcache: k and v are given together (new tokens) or not at all")
+    if (rotary_cos is None) != (rotary_sin is None):
+        raise ValueError("warpflash: flash_attn_with_kvcache: rotary_cos and rotary_sin are given together or not at all")
+    if q.dim() != 4 or k_cache.dim() != 4 or v_cache.dim() != 4:
+        raise ValueError(f"warpflash: flash_attn_with_kvcache takes 4-D q, k_cache, v_cache, got shapes "
+                         f"{tuple(q.shape)}, {tuple(k_cache.shape)}, {tuple(v_cache.shape)}")
+    batch, seqlen_q = q.shape[0], q.shape[1]
+    if k_cache.shape[0] != batch or v_cache.shape[0] != batch:
+        raise ValueError(f"warpflash: k_cache and v_cache have batch {k_cache.shape[0]} and {v_cache.shape[0]}; "
+                         f"q has {batch} (one cache row per sequence)")
+    if isinstance(cache_seqlens, int):
+        cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=q.device)
+    elif cache_seqlens is not None:
+        _check_tensors(cache_seqlens=cache_seqlens)
+        if cache_seqlens.shape != (batch,) or cache_seqlens.dtype != torch.int32:
+            raise ValueError(f"warpflash: cache_seqlens is {cache_seqlens.dtype} of shape "
+                             f"{tuple(cache_seqlens.shape)}; expected an int or int32 ({batch},)")
+    left, right, _, softcap = _mask_options(window_size, 0, softcap)
+    seqlen_new = 0
+    if k is not None:
+        _check_tensors(k=k, v=v)
+        if cache_seqlens is None:
+            raise ValueError("warpflash: flash_attn_with_kvcache: new k and v need cache_seqlens (where they go)")
+        if k.dim() != 4 or k.shape[0] != batch or k.shape[2:] != k_cache.shape[2:] or v.shape[:2] != k.shape[:2] \
+                or v.shape[2:] != v_cache.shape[2:]:
+            raise ValueError(f"warpflash: new k, v have shapes {tuple(k.shape)}, {tuple(v.shape)}; expected "
+                             f"({batch}, seqlen_new) + the caches' {tuple(k_cache.shape[2:])}, {tuple(v_cache.shape[2:])}")
+        seqlen_new = k.shape[1]
+    if rotary_cos is not None:
+        _check_tensors(rotary_cos=rotary_cos, rotary_sin=rotary_sin)
+        if rotary_cos.dim() != 2 or rotary_sin.shape != rotary_cos.shape or 2 * rotary_cos.shape[1] > q.shape[-1]:
+            raise ValueError(f"warpflash: rotary_cos, rotary_sin have shapes {tuple(rotary_cos.shape)}, "
+                             f"{tuple(rotary_sin.shape)}; expected equal (max_position, rotary_dim / 2) with "
+                             f"rotary_dim <= head_dim = {q.shape[-1]}")
+        start = cache_seqlens.long() if cache_seqlens is not None else torch.zeros(batch, dtype=torch.long,
+                                                                                   device=q.device)
+        steps = torch.arange(max(seqlen_new, seqlen_q), device=q.device)
+        if k is not None:
+            k = apply_rotary(k, rotary_cos, rotary_sin, start[:, None] + steps[:seqlen_new], rotary_interleaved)
+        per_token = causal or left >= 0 or right >= 0
+        q_positions = start[:, None] + (steps[:seqlen_q] if per_token else torch.zeros_like(steps[:seqlen_q]))
+        q = apply_rotary(q, rotary_cos, rotary_sin, q_positions, rotary_interleaved)
+    seqused_k = None
+    if cache_seqlens is not None:
+        seqused_k = cache_seqlens
+        if k is not None:  # the new tokens into their slots, in place
+            slots = cache_seqlens.long()[:, None] + torch.arange(seqlen_new, device=q.device)
+            rows = torch.arange(batch, device=q.device)[:, None].expand_as(slots)
+            k_cache[rows, slots] = k.to(k_cache.dtype)
+            v_cache[rows, slots] = v.to(v_cache.dtype)
+            seqused_k = (cache_seqlens + seqlen_new).to(torch.int32)
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(q.shape[-1])
+    return _ops.forward(q, k_cache, v_cache, None, None, None, seqused_k, 0, 0, float(softmax_scale), bool(causal),
+                        left, right, 0, softcap, _sink(learnable_sink), bool(return_softmax_lse),
+                        num_splits=int(num_splits))

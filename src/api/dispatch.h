@@ -10,18 +10,19 @@
 
 namespace warpflash {
 
-using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale);
+using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale, const kernels::ForwardPlan& plan);
 
 // The kernel variant forward() runs for these (validated) arguments, and its tiles.
-// FP8 has one variant.
-inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args) {
+// FP8 has one variant. Packed or split problems run the general loop, never a clustered kernel.
+inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const kernels::ForwardPlan& plan = {}) {
   if (args.dtype == DType::kFloat8E4M3) return kernels::ForwardVariant::kDefault;
   return kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
-                                  args.shape.seqlen_k, kernels::uniform_tiles(args));
+                                  args.shape.seqlen_k, kernels::uniform_tiles(args) && plan.plain());
 }
-inline kernels::ForwardTileConfig forward_tile_config_of(const ForwardArgs& args) {
+inline kernels::ForwardTileConfig forward_tile_config_of(const ForwardArgs& args,
+                                                         const kernels::ForwardPlan& plan = {}) {
   return kernels::forward_tile_config(static_cast<int>(args.shape.head_dim),
-                                      static_cast<int>(args.shape.value_head_dim()), forward_variant_of(args),
+                                      static_cast<int>(args.shape.value_head_dim()), forward_variant_of(args, plan),
                                       args.dtype == DType::kFloat8E4M3);
 }
 

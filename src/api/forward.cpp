@@ -14,7 +14,7 @@ namespace warpflash {
 
 namespace kernels {
 #define WARPFLASH_FORWARD_INSTANCE(dtype, head_dim, head_dim_v, variant, loops, name) \
-  Status name(const ForwardArgs&, float);
+  Status name(const ForwardArgs&, float, const ForwardPlan&);
 #include "forward_instances.inc"
 #undef WARPFLASH_FORWARD_INSTANCE
 }  // namespace kernels
@@ -83,24 +83,74 @@ std::vector<int> compiled_head_dims(DType dtype) {
   return head_dims;
 }
 
-size_t forward_workspace_bytes(const ForwardArgs& args) {
-  // Cheap enough for every call of a binding: no full validation (forward() does that).
-  const AttentionShape& shape = args.shape;
-  if (shape.batch <= 0 || shape.seqlen_q <= 0 || shape.head_dim <= 0 || shape.head_dim > 256 ||
-      shape.value_head_dim() <= 0 || shape.value_head_dim() > 256) {
-    return 0;
-  }
-  if (!kernels::dense_equal_lengths(args)) return kernels::kTileCounterBytes;
-  kernels::ForwardTileConfig config = forward_tile_config_of(args);
-  if (!config.split_tail || find_forward_launcher(args.dtype, shape.head_dim, shape.value_head_dim(),
-                                                  forward_variant_of(args), kernels::plain_problem(args)) == nullptr) {
-    return 0;
-  }
+namespace {
+
+int current_sm_count() {
   int device = 0, sm_count = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     return 0;
   }
+  return sm_count;
+}
+
+// What forward() runs: the arguments as the kernel sees them (packed GQA's view) and the
+// plan. with_workspace: whether the call will have forward_workspace_bytes() of workspace
+// (an automatic split needs it).
+struct ForwardLaunch {
+  ForwardArgs args;
+  kernels::ForwardPlan plan;
+};
+ForwardLaunch plan_forward(const ForwardArgs& args, bool with_workspace) {
+  ForwardLaunch launch{args, {}};
+  launch.plan.pack = kernels::pack_gqa_factor(args);
+  if (launch.plan.pack > 1) launch.args = kernels::packed_gqa_view(args, launch.plan.pack);
+  if (args.num_splits > 1) {
+    launch.plan.splits = static_cast<int>(args.num_splits);
+  } else if (args.num_splits == 0 && with_workspace && kernels::split_kv_allowed(args)) {
+    const AttentionShape& shape = launch.args.shape;
+    kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, launch.plan);
+    int64_t tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
+    int64_t n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
+    kernels::ForwardPlan split = launch.plan;
+    split.splits = kernels::choose_splits(tiles, n_blocks, current_sm_count());
+    // A split runs another variant where the plain problem would run a clustered one:
+    // its tiles decide the split.
+    if (split.splits > 1) {
+      config = forward_tile_config_of(launch.args, split);
+      tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
+      n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
+      split.splits = kernels::choose_splits(tiles, n_blocks, current_sm_count());
+    }
+    launch.plan = split;
+  }
+  return launch;
+}
+
+}  // namespace
+
+size_t forward_workspace_bytes(const ForwardArgs& args) {
+  // Cheap enough for every call of a binding: no full validation (forward() does that).
+  const AttentionShape& shape = args.shape;
+  if (shape.batch <= 0 || shape.seqlen_q <= 0 || shape.head_dim <= 0 || shape.head_dim > 256 ||
+      shape.value_head_dim() <= 0 || shape.value_head_dim() > 256 || args.num_splits < 0 ||
+      args.num_splits > kernels::kMaxSplits) {
+    return 0;
+  }
+  ForwardLaunch launch = plan_forward(args, /*with_workspace=*/true);
+  if (launch.plan.splits > 1) {
+    return kernels::split_kv_workspace_bytes(launch.args, launch.plan,
+                                             forward_tile_config_of(launch.args, launch.plan).block_m);
+  }
+  if (!kernels::dense_equal_lengths(args)) return kernels::kTileCounterBytes;
+  kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, launch.plan);
+  if (!config.split_tail ||
+      find_forward_launcher(args.dtype, shape.head_dim, shape.value_head_dim(), forward_variant_of(launch.args),
+                            kernels::plain_problem(launch.args)) == nullptr) {
+    return 0;
+  }
+  int sm_count = current_sm_count();
+  if (sm_count == 0) return 0;
   return kernels::split_workspace_bytes(sm_count, config.block_m, static_cast<int>(shape.value_head_dim()));
 }
 
@@ -122,8 +172,18 @@ Status forward(const ForwardArgs& args) {
     if (!(status = check_device_pointer("warpflash::forward", name, pointer)).ok()) return status;
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
-  bool plain = kernels::plain_problem(args);
-  kernels::ForwardVariant variant = forward_variant_of(args);
+  ForwardLaunch planned = plan_forward(args, args.workspace != nullptr);
+  if (planned.plan.splits > 1) {
+    size_t needed = kernels::split_kv_workspace_bytes(planned.args, planned.plan,
+                                                      forward_tile_config_of(planned.args, planned.plan).block_m);
+    if (args.workspace_bytes < needed) {
+      return Status::InvalidArgument(text::concat("warpflash::forward: workspace_bytes = ", args.workspace_bytes,
+                                                  " is too small for num_splits = ", planned.plan.splits,
+                                                  ": this problem needs ", needed, " (forward_workspace_bytes())"));
+    }
+  }
+  bool plain = kernels::plain_problem(planned.args) && planned.plan.plain();
+  kernels::ForwardVariant variant = forward_variant_of(planned.args, planned.plan);
   ForwardLauncher launch =
       find_forward_launcher(args.dtype, args.shape.head_dim, args.shape.value_head_dim(), variant, plain);
   if (launch == nullptr) {  // a manifest without the variant or loop this problem needs
@@ -133,7 +193,7 @@ Status forward(const ForwardArgs& args) {
                                              kernels::forward_variant_name(variant), " variant with the ",
                                              plain ? "plain" : "general", " loop; it has ", compiled_kernels()));
   }
-  return launch(args, scale);
+  return launch(planned.args, scale, planned.plan);
 }
 
 }  // namespace warpflash

@@ -133,6 +133,13 @@ Status validate_forward(const ForwardArgs& args) {
   if (!(std::isfinite(args.softcap) && args.softcap >= 0.f)) {
     return invalid(concat("softcap = ", args.softcap, " must be finite and >= 0 (0: no softcap)"));
   }
+  if (!(status = check_range("num_splits", args.num_splits, 0, kernels::kMaxSplits)).ok()) return status;
+  if (args.num_splits > 1 && !kernels::split_kv_allowed(args)) {
+    return Status::NotSupported(concat("warpflash::forward: num_splits = ", args.num_splits,
+                                       " is not supported with cu_seqlens_q, seqused_q, learnable_sink or FP8 "
+                                       "inputs (split-KV needs dense queries, no sinks, 16-bit inputs); pass 0 "
+                                       "(choose) or 1"));
+  }
   // Packed (varlen) sides: the totals bound every row index the kernels form.
   struct PackedSide {
     const char* cu_name;
@@ -180,6 +187,10 @@ Status validate_forward(const ForwardArgs& args) {
   if (tiles > limits::kMaxTiles) {
     return invalid(concat("batch * heads_q * ceil(seqlen_q / ", block_m, ") = ", tiles, " tiles exceeds ",
                           limits::kMaxTiles, " (the kernel's grid); split the batch"));
+  }
+  if (args.num_splits > 1 && tiles * args.num_splits > limits::kMaxTiles) {
+    return invalid(concat("num_splits = ", args.num_splits, " times ", tiles, " tiles exceeds ", limits::kMaxTiles,
+                          " (the kernel's grid); use fewer splits"));
   }
   int bytes = dtype_size_bytes(args.dtype);
   int o_bytes = fp8 ? dtype_size_bytes(DType::kBFloat16) : bytes;

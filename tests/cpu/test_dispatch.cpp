@@ -70,6 +70,47 @@ TEST(DispatchTable, UniformAndPlainProblems) {
   EXPECT_TRUE(plain_problem(args));
 }
 
+// Decode with GQA packs the query heads of a K/V head as one tile's rows: only with one
+// query per dense sequence and nothing per query head, and the view addresses the same
+// elements: row r of K/V head g is query head g * pack + r.
+TEST(PackedGqa, OnlyForDecodeAndTheViewAddressesTheSameElements) {
+  ForwardArgs args;
+  args.shape = {3, 1, 500, 32, 8, 128};
+  args.q = contiguous_view(nullptr, 1, 32, 128);
+  args.o = TensorView4d{nullptr, 7 * 32 * 128, 32 * 128, 130};  // O with padded heads
+  EXPECT_EQ(pack_gqa_factor(args), 4);
+  ForwardArgs view = packed_gqa_view(args, 4);
+  EXPECT_EQ(view.shape.seqlen_q, 4);
+  EXPECT_EQ(view.shape.heads_q, 8);
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t g = 0; g < 8; ++g) {
+      for (int64_t r = 0; r < 4; ++r) {
+        int64_t head = g * 4 + r;
+        EXPECT_EQ(b * view.q.batch_stride + r * view.q.seqlen_stride + g * view.q.head_stride,
+                  b * args.q.batch_stride + head * args.q.head_stride);
+        EXPECT_EQ(b * view.o.batch_stride + r * view.o.seqlen_stride + g * view.o.head_stride,
+                  b * args.o.batch_stride + head * args.o.head_stride);
+        // The LSE: (batch, heads_q, 1) and (batch, heads_kv, pack) alike.
+        EXPECT_EQ((b * view.shape.heads_q + g) * view.shape.seqlen_q + r, b * args.shape.heads_q + head);
+      }
+    }
+  }
+  ForwardArgs other = args;
+  other.shape.seqlen_q = 2;
+  EXPECT_EQ(pack_gqa_factor(other), 1);
+  other = args;
+  other.shape.heads_kv = 32;
+  EXPECT_EQ(pack_gqa_factor(other), 1);
+  float sink = 0.f;
+  other = args;
+  other.learnable_sink = &sink;
+  EXPECT_EQ(pack_gqa_factor(other), 1);
+  int cu[4] = {0, 1, 2, 3};
+  other = args;
+  other.cu_seqlens_q = cu;
+  EXPECT_EQ(pack_gqa_factor(other), 1);
+}
+
 // Whatever the problem, forward_variant() picks a kernel the build compiled, with the
 // loop the problem needs (the table is generated from kernels.manifest): a head-dim pair
 // that is compiled serves every problem. Uniform problems are plain ones (above).

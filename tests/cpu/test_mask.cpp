@@ -115,6 +115,51 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
   }
 }
 
+// Packed GQA (decode): `pack` query rows per position. Each row sees exactly its
+// position's keys, and the block ranges and mask-free blocks of tiles of packed rows are
+// exact as above.
+TEST(Mask, PackedRowsSeeTheirPositionsKeys) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int pack : {2, 3, 4}) {
+      for (int sq : {1, 2, 5}) {
+        for (int sk : {0, 1, 7, 13}) {
+          AttentionMask plain = make_mask(c, sq, sk);
+          AttentionMask mask = plain;
+          mask.set_pack(pack);
+          mask = mask.for_lengths(sq * pack, sk);
+          std::string where = mask_case_name(c, sq, sk) + " pack=" + std::to_string(pack);
+          ASSERT_EQ(mask.seqlen_q, sq) << where;
+          ASSERT_EQ(mask.rows(), sq * pack) << where;
+          for (int row = 0; row < sq * pack; ++row) {
+            EXPECT_EQ(mask.key_begin(row), plain.key_begin(row / pack)) << "row " << row << ", " << where;
+            EXPECT_EQ(mask.key_end(row), plain.key_end(row / pack)) << "row " << row << ", " << where;
+          }
+          for (int m = 0; m * bm < sq * pack; ++m) {
+            int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
+            NeededBlocks needed;
+            for (int row = m * bm; row < std::min((m + 1) * bm, sq * pack); ++row)
+              for (int col = 0; col < sk; ++col)
+                if (mask.visible(row, col)) needed.add(col / bn);
+            // The kernels visit the range of the tile's rows up to its end (rows past the
+            // last position see more keys, never fewer): it covers the needed blocks.
+            if (needed.last >= 0) {
+              EXPECT_LE(begin, needed.first) << "m=" << m << ", " << where;
+              EXPECT_GE(end, needed.last + 1) << "m=" << m << ", " << where;
+            }
+            for (int n = begin; n < end; ++n) {
+              if (mask.block_needs_mask(m, n, bm, bn)) continue;
+              for (int row = m * bm; row < std::min((m + 1) * bm, sq * pack); ++row)
+                for (int col = n * bn; col < (n + 1) * bn; ++col)
+                  EXPECT_TRUE(mask.visible(row, col) && col < sk) << "block " << n << " claimed mask-free, " << where;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The inverse (the backward walks the Q tiles of a K/V block): exactly the Q tiles with a
 // row that sees a key of the block, for both policies.
 TEST(Mask, QTilesOfAKeyBlockAreExact) {

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "kernels/attention/split_tail.h"
+#include "kernels/attention/split_kv.h"
 #include "kernels/attention/tile_scheduler.h"
+#include "kernels/forward/problem.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -103,6 +105,50 @@ TEST(SplitTail, CoversEveryBlockOnceAndBalances) {
       }
     }
   }
+}
+
+// Split-KV (split_kv.h): the pieces of a tile take neighbouring indices and cover its
+// blocks exactly once, in runs that differ by at most one block.
+TEST(SplitKv, PiecesCoverEveryBlockOnceInEqualRuns) {
+  for (int splits : {1, 2, 3, 7, 128}) {
+    SplitKv split(splits);
+    for (int begin : {0, 5}) {
+      for (int blocks : {0, 1, 6, 7, 64, 1000, 1 << 24}) {
+        int covered = begin, shortest = 1 << 30, longest = 0;
+        for (int piece = 0; piece < splits; ++piece) {
+          int piece_begin = begin, piece_end = begin + blocks;
+          split.clip(piece, piece_begin, piece_end);
+          ASSERT_EQ(piece_begin, covered) << splits << " " << blocks << " piece " << piece;
+          ASSERT_GE(piece_end, piece_begin);
+          covered = piece_end;
+          shortest = std::min(shortest, piece_end - piece_begin);
+          longest = std::max(longest, piece_end - piece_begin);
+        }
+        EXPECT_EQ(covered, begin + blocks) << splits << " " << blocks;
+        EXPECT_LE(longest - shortest, 1) << splits << " " << blocks;
+      }
+    }
+    for (unsigned index : {0u, 1u, 5u, 1000u, 2147483000u}) {
+      int piece;
+      unsigned tile = split.tile_of(index, piece);
+      EXPECT_EQ(tile * unsigned(splits) + unsigned(piece), index);
+      EXPECT_LT(piece, splits);
+    }
+    EXPECT_EQ(split.num_indices(10), 10u * unsigned(splits));
+  }
+}
+
+TEST(SplitKv, ChosenOnlyWhereTilesLeaveSmsIdle) {
+  // Decode on 132 SMs: batch 32 x 8 K/V heads fill two rounds, unsplit; batch 8 x 8 heads
+  // split in two (128 pieces, one round); batch 1 x 8 heads into 16ths.
+  EXPECT_EQ(choose_splits(256, 52, 132), 1);
+  EXPECT_EQ(choose_splits(64, 205, 132), 2);
+  int one_sequence = choose_splits(8, 52, 132);
+  EXPECT_GE(one_sequence * 8, 0.85 * 132 * 0.85);
+  EXPECT_LE(one_sequence * 8, 132);
+  // Pieces stay at least kMinSplitBlocks blocks long.
+  EXPECT_EQ(choose_splits(8, 3, 132), 1);
+  EXPECT_LE(choose_splits(8, 9, 132), 9 / kMinSplitBlocks);
 }
 
 TEST(SplitTail, OnlyWhereItPays) {

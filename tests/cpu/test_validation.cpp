@@ -212,6 +212,26 @@ TEST(Validation, MaskSoftcapAndVarlenOptions) {
 // forward() itself (not only its validation) with fake pointers: without a GPU it says
 // there is no usable device, on another GPU that it needs a Hopper one, on a Hopper GPU
 // that q.data is not device memory. Whatever the machine, nothing launches.
+TEST(Validation, NumSplits) {
+  ForwardArgs args = valid_args();
+  for (int64_t splits : {int64_t(0), int64_t(1), int64_t(2), int64_t(128)}) {
+    args.num_splits = splits;
+    EXPECT_TRUE(validate_forward(args).ok()) << splits << ": " << validate_forward(args).message();
+  }
+  for (int64_t splits : {int64_t(-1), int64_t(129)}) {
+    args.num_splits = splits;
+    expect_error(args, StatusCode::kInvalidArgument, {"num_splits = " + std::to_string(splits), "128"});
+  }
+  args.num_splits = 4;
+  float sink = 0.f;
+  args.learnable_sink = &sink;
+  expect_error(args, StatusCode::kNotSupported, {"num_splits = 4", "learnable_sink", "pass 0"});
+  args.learnable_sink = nullptr;
+  int seqused[2] = {1, 1};
+  args.seqused_q = seqused;
+  expect_error(args, StatusCode::kNotSupported, {"num_splits = 4", "seqused_q"});
+}
+
 TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
   int devices = 0, major = 0, minor = 0;

@@ -44,8 +44,9 @@ struct Case {
   std::vector<int> seqused_q = {};  // empty: none
   std::vector<int> seqused_k = {};
   // Scratch of forward_workspace_bytes(): with sequences of different lengths, the dynamic
-  // tile order; without, the static one.
+  // tile order; without, the static one. With it, problems of few tiles split their keys.
   bool workspace = true;
+  int64_t num_splits = 0;  // ForwardArgs::num_splits
 };
 
 const Case kCases[] = {
@@ -67,6 +68,20 @@ const Case kCases[] = {
     {"seqused_dense", false, {50, 50, 50}, {400, 400, 400}, 2, 1, false, -1, -1, 0, 0.f, false, {50, 10, 0}, {400, 0, 77}},
     {"varlen_everything", true, {200, 0, 1, 513, 129}, {260, 5, 1, 513, 129}, 8, 2, true, 96, -1, 0, 20.f, true,
      {200, 0, 1, 400, 129}, {260, 5, 0, 513, 100}},
+    // Decode: one query per sequence, the query heads of a K/V head packed into one tile
+    // (ratios 4, 3, 8 and MQA's 16) and the keys split among CTAs (chosen, or num_splits).
+    {"decode_gqa_split", false, {1, 1, 1}, {777, 777, 777}, 8, 2},
+    {"decode_gqa3_seqused_causal", false, {1, 1, 1, 1}, {777, 777, 777, 777}, 12, 4, true, -1, -1, 0, 0.f, false,
+     {}, {777, 0, 5, 300}},
+    {"decode_window_softcap", false, {1, 1}, {1000, 1000}, 16, 2, true, 100, -1, 0, 20.f},
+    {"decode_chunk", false, {1, 1}, {1000, 1000}, 8, 4, true, -1, -1, 256},
+    {"decode_mqa_unsplit", false, {1, 1}, {3000, 3000}, 16, 1, false, -1, -1, 0, 0.f, false, {}, {},
+     /*workspace=*/false},
+    {"decode_sinks_unpacked", false, {1, 1}, {500, 500}, 8, 2, false, -1, -1, 0, 0.f, true},
+    {"decode_mha_seven_splits", false, {1, 1}, {2000, 2000}, 4, 4, false, -1, -1, 0, 0.f, false, {}, {}, true, 7},
+    {"speculative_q4_causal_split", false, {4, 4}, {3001, 3001}, 8, 2, true},
+    {"prefill_causal_three_splits", false, {300}, {1500}, 4, 2, true, -1, -1, 0, 0.f, false, {}, {}, true, 3},
+    {"split_more_pieces_than_blocks", false, {1}, {200}, 4, 1, false, -1, -1, 0, 0.f, false, {}, {}, true, 9},
 };
 
 using Param = std::tuple<DType, HeadDims, Case>;
@@ -166,6 +181,7 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
   if (c.sinks) args.learnable_sink = sinks_dev.get();
   if (!c.seqused_q.empty()) args.seqused_q = used_q_dev.get();
   if (!c.seqused_k.empty()) args.seqused_k = used_k_dev.get();
+  args.num_splits = c.num_splits;
   DeviceBuffer<uint8_t> workspace(c.workspace ? forward_workspace_bytes(args) : 0);
   args.workspace = workspace.get();
   args.workspace_bytes = workspace.size();

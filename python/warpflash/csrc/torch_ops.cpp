@@ -179,6 +179,7 @@ struct ForwardOptions {
   bool causal;
   int64_t window_left, window_right, attention_chunk;
   double softcap;
+  int64_t num_splits = 0;  // the forward's split-KV (0: chosen)
 };
 
 // The problem of q, k, v and the options, as the C++ API describes it (o and lse unset).
@@ -231,6 +232,7 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
   args.window_right = options.window_right;
   args.attention_chunk = options.attention_chunk;
   args.softcap = static_cast<float>(options.softcap);
+  args.num_splits = options.num_splits;
   args.check_pointers = false;  // CUDA tensors, checked above
   return args;
 }
@@ -291,10 +293,10 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               bool /*deterministic: the backward's*/,
                                               const c10::optional<at::Tensor>& q_descale,
                                               const c10::optional<at::Tensor>& k_descale,
-                                              const c10::optional<at::Tensor>& v_descale) {
+                                              const c10::optional<at::Tensor>& v_descale, int64_t num_splits) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                     {softmax_scale, causal, window_left, window_right, attention_chunk, softcap}, learnable_sink,
-                     /*with_lse=*/true, q_descale, k_descale, v_descale);
+                     {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits},
+                     learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale);
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
@@ -306,9 +308,9 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
                                int64_t window_left, int64_t window_right, int64_t attention_chunk, double softcap,
                                const c10::optional<at::Tensor>& learnable_sink, bool return_lse,
                                const c10::optional<at::Tensor>& q_descale, const c10::optional<at::Tensor>& k_descale,
-                               const c10::optional<at::Tensor>& v_descale) {
+                               const c10::optional<at::Tensor>& v_descale, int64_t num_splits) {
   auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                                {softmax_scale, causal, window_left, window_right, attention_chunk, softcap},
+                                {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits},
                                 learnable_sink, return_lse, q_descale, k_descale, v_descale);
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
@@ -398,7 +400,8 @@ TORCH_LIBRARY(warpflash, m) {
       "forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, Tensor? seqused_q, "
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
       "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False, "
-      "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None) -> (Tensor out, Tensor lse)");
+      "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, int num_splits=0) -> "
+      "(Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "

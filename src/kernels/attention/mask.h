@@ -5,6 +5,8 @@
 // mask, causal, sliding window and chunked attention (Llama 4), per sequence, as runtime
 // values). Query row i sees keys [key_begin(i), key_end(i)), bounds that never decrease
 // with i, so a tile's first row has the lowest bounds and its last row the highest.
+// AttentionMask also serves packed GQA (the query heads that share a K/V head in one
+// tile, row = position * pack + head in the group): a row's bounds are its position's.
 #pragma once
 
 #include "kernels/attention/fast_divmod.h"
@@ -72,6 +74,12 @@ struct AttentionMask {
   int chunk = 0;
   int chunk_bias = 0;
   FastDivmod by_chunk;
+  // Packed GQA: `pack` query rows per position (the heads of a K/V head's group), so row
+  // r is position r / pack and seqlen_q counts positions; 1 otherwise. A divisor of 1
+  // divides to the row itself, so the unpacked kernels need no branch. Only the forward
+  // packs: the inverse below (m_block_*) counts positions.
+  int pack = 1;
+  FastDivmod by_pack;
 
   // Host side: chunked attention for queries up to max_seqlen_q long (validated: the
   // dividends stay below 2^31).
@@ -82,12 +90,23 @@ struct AttentionMask {
     chunk_bias = (max_seqlen_q + chunk - 1) / chunk * chunk;
   }
 
-  WF_HOST_DEVICE AttentionMask for_lengths(int seqlen_q_, int seqlen_k_) const {
+  // Host side: `pack` query rows per position (packed GQA).
+  void set_pack(int pack_) {
+    pack = pack_;
+    by_pack = FastDivmod(static_cast<unsigned>(pack_));
+  }
+
+  // The mask of a sequence pair with `rows_q` query rows (seqlen_q * pack) and seqlen_k keys.
+  WF_HOST_DEVICE AttentionMask for_lengths(int rows_q, int seqlen_k_) const {
     AttentionMask mask = *this;
-    mask.seqlen_q = seqlen_q_;
+    mask.seqlen_q = position(rows_q);
     mask.seqlen_k = seqlen_k_;
     return mask;
   }
+
+  WF_HOST_DEVICE int position(int row) const { return int(by_pack.div(unsigned(row))); }
+  // The query rows of the sequence (seqlen_q, times pack when packed).
+  WF_HOST_DEVICE int rows() const { return seqlen_q * pack; }
 
   WF_HOST_DEVICE bool has_left_bound() const { return window_left < kUnbounded || chunk > 0; }
   WF_HOST_DEVICE bool has_right_bound() const { return window_right < kUnbounded || chunk > 0; }
@@ -95,16 +114,18 @@ struct AttentionMask {
   // Causal masks align to the bottom-right corner: the last query sees the last key.
   WF_HOST_DEVICE int diagonal_offset() const { return seqlen_k - seqlen_q; }
 
-  WF_HOST_DEVICE int chunk_begin(int row) const {
-    unsigned position = unsigned(row + diagonal_offset() + chunk_bias);
-    return int(by_chunk.div(position) * unsigned(chunk)) - chunk_bias;
+  // The first key of the chunk of query position i.
+  WF_HOST_DEVICE int chunk_begin(int i) const {
+    unsigned key = unsigned(i + diagonal_offset() + chunk_bias);
+    return int(by_chunk.div(key) * unsigned(chunk)) - chunk_bias;
   }
 
   // First key query `row` sees (>= 0).
   WF_HOST_DEVICE int key_begin(int row) const {
-    int begin = window_left < kUnbounded ? row + diagonal_offset() - window_left : 0;
+    int i = position(row);
+    int begin = window_left < kUnbounded ? i + diagonal_offset() - window_left : 0;
     if (chunk > 0) {
-      int chunk_start = chunk_begin(row);
+      int chunk_start = chunk_begin(i);
       begin = begin > chunk_start ? begin : chunk_start;
     }
     return begin > 0 ? begin : 0;
@@ -112,13 +133,14 @@ struct AttentionMask {
 
   // One past the last key query `row` sees (<= key_begin(row): none).
   WF_HOST_DEVICE int key_end(int row) const {
+    int i = position(row);
     int end = seqlen_k;
     if (window_right < kUnbounded) {
-      int window_end = row + diagonal_offset() + window_right + 1;
+      int window_end = i + diagonal_offset() + window_right + 1;
       end = window_end < end ? window_end : end;
     }
     if (chunk > 0) {
-      int chunk_end = chunk_begin(row) + chunk;
+      int chunk_end = chunk_begin(i) + chunk;
       end = chunk_end < end ? chunk_end : end;
     }
     return end;

@@ -1,12 +1,14 @@
-// The merge of a split tail's pieces (split_tail.h) into O and the LSE: for each row of a
-// split tile, O = sum_i exp(lse_i - lse) O_i with lse = log(sum_i exp(lse_i)), over the
-// pieces the workers left in the workspace. Runs after the forward kernel on its stream.
+// The merge of a split tile's pieces (the split tail, split_tail.h, or split-KV,
+// split_kv.h) into O and the LSE: for each row of a split tile, O = sum_i exp(lse_i - lse)
+// O_i with lse = log(sum_i exp(lse_i)), over the pieces the forward kernel left in the
+// workspace. Runs after the forward kernel on its stream.
 #pragma once
 
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/attention/split_kv.h"
 #include "kernels/attention/tile_scheduler.h"
 #include "warpflash/status.h"
 
@@ -14,11 +16,12 @@ namespace warpflash::kernels {
 
 struct SplitCombineParams {
   float const* workspace;  // per slot: O (block_m, head_dim), then LSE (block_m)
-  ForwardTileScheduler scheduler;  // the forward kernel's, with its split
+  ForwardTileScheduler scheduler;  // the forward kernel's, with its split tail
+  SplitKv split_kv;                // active: split-KV's pieces instead of the tail's
   int ctas;                        // the forward kernel's grid
   int block_m;
   int head_dim;
-  int seqlen_q;
+  int seqlen_q;  // query rows of a (batch, head)
   void* o;  // of the input type
   int64_t o_batch_stride;
   int64_t o_seqlen_stride;

@@ -29,7 +29,7 @@ struct ForwardEpilogue {
   CUTE_DEVICE static void store_lse(Params const& params, TileCoord tile, TileWork const& work, int consumer_tid,
                                     float const (&lse)[kRows]) {
     if (params.lse == nullptr || threadIdx.x % 4 != 0) return;
-    int seqlen_q = work.mask.seqlen_q;
+    int seqlen_q = work.mask.rows();
     int row_base = tile.m_block * Traits::kBlockM;
     Tensor tOcO = output_coordinates(consumer_tid);
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
@@ -56,7 +56,7 @@ struct ForwardEpilogue {
         return;
       }
     }
-    int seqlen_q = work.mask.seqlen_q;
+    int seqlen_q = work.mask.rows();
     int row_base = tile.m_block * Traits::kBlockM;
     Tensor tOcO = output_coordinates(consumer_tid);
     Element* o_head = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
@@ -75,24 +75,29 @@ struct ForwardEpilogue {
     if constexpr (Traits::kOInQBuffer) ForwardMainloop<Traits>::release_q(storage, round);
   }
 
-  // A piece of a split tile (split_tail.h): its normalized O and LSE in fp32 into the
-  // workspace slot, every row (the merge skips those past seqlen_q). Two adjacent columns
-  // per 8-byte store.
-  template <int kRows, class AccO>
+  // A piece of a split tile (split_tail.h, split_kv.h): its normalized O and LSE in fp32
+  // into the workspace slot. The tail's pieces write every row (the merge skips those past
+  // seqlen_q); split-KV's (kRowsOfSequence) only the tile's rows [0, rows), which are few
+  // in decode. Two adjacent columns per 8-byte store.
+  template <bool kRowsOfSequence, int kRows, class AccO>
   CUTE_DEVICE static void store_piece(Params const& params, int slot, int consumer_tid, float const (&lse)[kRows],
-                                      AccO const& acc_o) {
+                                      AccO const& acc_o, int rows = Traits::kBlockM) {
     Tensor tOcO = output_coordinates(consumer_tid);
-    float* o_slot = params.split_workspace + slot * Traits::kSplitSlotFloats;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_o); i += 2) {
-      float* dst = o_slot + get<0>(tOcO(i)) * Traits::kHeadDimV + get<1>(tOcO(i));
-      *reinterpret_cast<float2*>(dst) = make_float2(acc_o(i), acc_o(i + 1));
-    }
-    if (threadIdx.x % 4 != 0) return;
-    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+    Tensor acc_o_rc = make_tensor(acc_o.data(), rowcol_layout(acc_o.layout()));
+    float* o_slot = params.split_workspace + int64_t(slot) * Traits::kSplitSlotFloats;
+    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
     CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < kRows; ++r) lse_slot[get<0>(tOcO_rc(r, 0))] = lse[r];
+    for (int r = 0; r < kRows; ++r) {
+      int row = get<0>(tOcO_rc(r, 0));
+      if (kRowsOfSequence && row >= rows) continue;
+      float* o_row = o_slot + row * Traits::kHeadDimV;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(acc_o_rc); c += 2) {
+        *reinterpret_cast<float2*>(o_row + get<1>(tOcO_rc(r, c))) = make_float2(acc_o_rc(r, c), acc_o_rc(r, c + 1));
+      }
+      if (threadIdx.x % 4 == 0) lse_slot[row] = lse[r];
+    }
   }
 
   // Before the CTA exits: the last TMA stores must have read the O buffer.
@@ -143,7 +148,7 @@ struct ForwardEpilogue {
     if (warpgroup_tid == 0) {
       Tensor mO_heads = params.tma_o.get_tma_tensor(params.shape_o);
       // Packed: the sequence's rows end at its last row's mode (launch.h).
-      int seqlen_q = work.mask.seqlen_q;
+      int seqlen_q = work.mask.rows();
       bool packed = kGeneralLoop && params.seq_q.packed();
       Tensor mO = domain_offset(make_coord(packed ? params.seq_q.seqlen - seqlen_q : 0, _0{}),
                                 mO_heads(_, _, tile.head, packed ? work.offset_q + seqlen_q : tile.batch));

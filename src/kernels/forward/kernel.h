@@ -124,10 +124,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // and K/V while the consumers finish the current one and write it out.
   ForwardTileScheduler const& scheduler = params.scheduler;
   constexpr bool kGeneralLoop = !std::is_same_v<Mask, CausalMask>;
+  // The general loop's indices name pieces of tiles (split_kv.h; one piece per tile
+  // without a split), the plain loop's tiles.
+  auto num_indices = [&] {
+    if constexpr (kGeneralLoop) {
+      return params.split_kv.num_indices(scheduler.num_tiles());
+    } else {
+      return scheduler.num_tiles();
+    }
+  };
   // The plain loop's sequences are all seqlen long.
   auto tile_of = [&](unsigned index) {
     if constexpr (kGeneralLoop) {
-      return scheduler.tile(index, params.seq_q, Traits::kBlockM);
+      int piece;
+      return scheduler.tile(params.split_kv.tile_of(index, piece), params.seq_q, Traits::kBlockM);
     } else {
       return scheduler.tile(index);
     }
@@ -148,10 +158,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   auto for_each_tile = [&](auto&& next_index, auto&& visit) {
     for (int round = 0;; ++round) {
       unsigned index = next_index(round);
-      if (index >= scheduler.num_tiles()) break;  // from the parameters each time: no register held
+      if (index >= num_indices()) break;  // from the parameters each time: no register held
       TileCoord tile = tile_of(index);
       TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask,
                                                                    tile.m_block, tile.batch);
+      if constexpr (kGeneralLoop) {
+        if (params.split_kv.active()) {
+          int piece;
+          params.split_kv.tile_of(index, piece);
+          params.split_kv.clip(piece, work.n_block_begin, work.n_block_end);
+        }
+      }
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, work.n_block_begin, work.n_block_end);
       }
@@ -190,7 +207,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto next_index = [&](int round) {
       if (!dynamic_tiles) return static_index(round);
       unsigned index = round == 0 ? blockIdx.x : gridDim.x + atomicAdd(params.tile_counter, 1u);
-      if (index >= scheduler.num_tiles()) {  // the end, passed on to the consumers
+      if (index >= num_indices()) {  // the end, passed on to the consumers
         Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
       }
       return index;
@@ -284,8 +301,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                        o_scale);
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) {
-          ForwardEpilogue<Traits>::store_piece(params, scheduler.split.slot(blockIdx.x, round), consumer_tid, lse,
-                                               acc_o);
+          ForwardEpilogue<Traits>::template store_piece<false>(params, scheduler.split.slot(blockIdx.x, round),
+                                                               consumer_tid, lse, acc_o);
+          return;
+        }
+      }
+      // A piece of a split-KV tile: its slot is its index; the rows past the sequence stay
+      // unwritten (the merge reads the sequence's rows only).
+      if constexpr (kGeneralLoop) {
+        if (params.split_kv.active()) {
+          ForwardEpilogue<Traits>::template store_piece<true>(params, int(index), consumer_tid, lse, acc_o,
+                                                              work.mask.rows() - tile.m_block * Traits::kBlockM);
+          if constexpr (Traits::kOInQBuffer) Mainloop::release_q(storage, round);
           return;
         }
       }

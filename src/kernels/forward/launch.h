@@ -51,6 +51,7 @@ template <class Traits>
 SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits::Params const& params, int ctas) {
   return SplitCombineParams{params.split_workspace,
                             params.scheduler,
+                            params.split_kv,
                             ctas,
                             Traits::kBlockM,
                             Traits::kHeadDimV,
@@ -64,8 +65,10 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side, and a
 // plain problem where kLoops has only the plain loop (find_forward_launcher() routes so).
+// With plan.pack > 1 the arguments are packed_gqa_view()'s; plan.splits > 1 needs
+// forward_workspace_bytes(), split_kv_allowed() and the general loop.
 template <class Element, int kHeadDim, int kHeadDimV, ForwardVariant kVariant, int kLoops>
-Status launch_forward(ForwardArgs const& args, float softmax_scale) {
+Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan const& plan) {
   using Traits = ForwardTraits<Element, kHeadDim, kHeadDimV, kVariant>;
   using HeadDim = typename Traits::HeadDim;
   using HeadDimV = typename Traits::HeadDimV;
@@ -92,6 +95,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
                              static_cast<int>(batch_q));
 
   ForwardMask mask = forward_mask(args);
+  mask.mask.set_pack(plan.pack);
+  // Split tiles' pieces take neighbouring indices in the order of equal tiles.
+  if (plan.splits > 1) mask.causal_order = false;
   // Sequences of different lengths: empty tiles past the shorter ones (ForwardTileScheduler).
   bool lengths_vary = !dense_equal_lengths(args);
   float softcap = args.softcap;
@@ -114,7 +120,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       static_cast<float>((softcap > 0.f ? softcap : softmax_scale) * M_LOG2E),
       softcap > 0.f ? softmax_scale / softcap : 0.f,
       args.learnable_sink,
-      plain_problem(args),
+      plain_problem(args) && plan.plain(),
       SequenceLengths{args.cu_seqlens_q, args.seqused_q, static_cast<int>(shape.seqlen_q), static_cast<int>(args.total_q)},
       SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k)},
       mask.mask,
@@ -131,6 +137,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
       make_block_scales(args.q_block_scale, shape.heads_q, shape.seqlen_q, args.q_block_rows),
       make_block_scales(args.k_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
       make_block_scales(args.v_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
+      SplitKv{},  // below
   };
 
   if constexpr (Traits::kTmaStoreO) {
@@ -161,6 +168,14 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
     }
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
+  if (plan.splits > 1) {
+    if (params.plain || args.workspace_bytes < split_kv_workspace_bytes(args, plan, Traits::kBlockM)) {
+      return Status::InvalidArgument("warpflash::forward: split-KV needs the general loop and a workspace of "
+                                     "forward_workspace_bytes()");
+    }
+    params.split_kv = SplitKv(plan.splits);
+    params.split_workspace = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + kTileCounterBytes);
+  }
   // Sequences of different lengths take their tiles in dynamic order when the caller gives
   // a workspace (kernel.h): its first word counts the tiles taken, zeroed in stream order.
   // (Not FP8's: its V-transposing warps walk the tiles in the static order.)
@@ -191,11 +206,13 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale) {
                       "cudaDeviceGetAttribute(multiprocessor count)");
   });
   if (!status.ok()) return status;
-  int ctas = static_cast<int>(std::min<int64_t>(params.scheduler.num_tiles(), sm_count));
+  int ctas = static_cast<int>(std::min<int64_t>(params.split_kv.num_indices(params.scheduler.num_tiles()), sm_count));
   if constexpr (Traits::kClusterM == 1) {
     params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
-    return check_cuda(cudaGetLastError(), "forward_kernel launch");
+    status = check_cuda(cudaGetLastError(), "forward_kernel launch");
+    if (!status.ok() || !params.split_kv.active()) return status;
+    return launch_split_combine<ElementO>(split_combine_params<Traits>(args, params, ctas), args.stream);
   } else {
     // The two CTAs of a cluster take m-blocks 2i and 2i+1 of one head in every round
     // (ForwardTileScheduler): forward_variant() picks this kernel only where both need the

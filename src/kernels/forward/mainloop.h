@@ -276,7 +276,8 @@ struct ForwardMainloop {
         if constexpr (Traits::kRecomputeTileForEpilogue) {  // nor the batch: from the tile index
           unsigned tile_index = index;
           asm volatile("" : "+r"(tile_index));
-          batch = params.scheduler.tile(tile_index).batch;
+          int piece;
+          batch = params.scheduler.tile(params.split_kv.tile_of(tile_index, piece)).batch;
         }
         return tile_mask(params.seq_q, params.seq_k, params.mask, batch);
       } else {

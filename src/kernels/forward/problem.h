@@ -2,7 +2,11 @@
 // (shared by the launcher, validation and the choice of kernel).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+
 #include "kernels/attention/mask.h"
+#include "kernels/attention/split_kv.h"
 #include "warpflash/forward.h"
 
 namespace warpflash::kernels {
@@ -53,6 +57,75 @@ inline bool plain_problem(ForwardArgs const& args) {
   AttentionMask mask = forward_mask(args).mask;
   bool causal_or_none = !mask.has_left_bound() && (mask.window_right == 0 || !mask.has_right_bound());
   return dense_equal_lengths(args) && causal_or_none && !(args.softcap > 0.f);
+}
+
+// How forward() runs a problem besides the kernel it picks (api/forward.cpp plans it).
+struct ForwardPlan {
+  // Packed GQA: the query heads of a K/V head as the rows of one tile (packed_gqa_view),
+  // so that each K/V block is read once for all of them, not once per query head.
+  int pack = 1;
+  // Split-KV (split_kv.h): pieces per tile.
+  int splits = 1;
+  bool plain() const { return pack == 1 && splits == 1; }
+};
+
+// Packed GQA applies to decode: one query position per dense sequence (seqlen_q = 1),
+// several query heads per K/V head, and nothing per query head that the tile's rows would
+// need (sinks). Then Q (batch, 1, heads_q, d) is the same memory
+// as (batch, heads_q / heads_kv, heads_kv, d): the group's heads become query rows.
+// (16-bit inputs: FP8's decode is not packed yet.)
+inline int pack_gqa_factor(ForwardArgs const& args) {
+  AttentionShape const& s = args.shape;
+  bool packs = s.seqlen_q == 1 && s.heads_q > s.heads_kv && args.cu_seqlens_q == nullptr &&
+               args.seqused_q == nullptr && args.learnable_sink == nullptr && args.dtype != DType::kFloat8E4M3;
+  return packs ? static_cast<int>(s.heads_q / s.heads_kv) : 1;
+}
+
+// The arguments as the kernel sees them with `pack` query heads per row group: query row
+// r of K/V head g is query head g * pack + r. The LSE, (batch, heads_q, 1), is the same
+// memory as (batch, heads_kv, pack).
+inline ForwardArgs packed_gqa_view(ForwardArgs const& args, int pack) {
+  ForwardArgs view = args;
+  view.shape.seqlen_q = pack;
+  view.shape.heads_q = args.shape.heads_kv;
+  view.q = TensorView4d{args.q.data, args.q.batch_stride, args.q.head_stride, args.q.head_stride * pack};
+  view.o = TensorView4d{args.o.data, args.o.batch_stride, args.o.head_stride, args.o.head_stride * pack};
+  return view;
+}
+
+// Split-KV needs dense queries (the merge writes rows of a dense O), no sinks (each piece
+// would count the sink once) and 16-bit inputs (FP8 is not split yet).
+inline bool split_kv_allowed(ForwardArgs const& args) {
+  return args.cu_seqlens_q == nullptr && args.seqused_q == nullptr && args.learnable_sink == nullptr &&
+         args.dtype != DType::kFloat8E4M3;
+}
+
+// The pieces per tile when the caller leaves it to us (num_splits = 0): none while the
+// tiles fill most SMs; otherwise the fewest pieces whose rounds use the SMs within 85% as
+// well as the best count does, each piece at least kMinSplitBlocks K/V blocks long.
+// `n_blocks`: the K/V blocks of the longest tile.
+constexpr int kMaxSplits = 128;
+constexpr int kMinSplitBlocks = 2;
+inline int choose_splits(int64_t tiles, int64_t n_blocks, int sm_count) {
+  if (tiles <= 0 || sm_count <= 0 || tiles * 5 >= int64_t(sm_count) * 4) return 1;
+  int64_t most = std::min<int64_t>(kMaxSplits, n_blocks / kMinSplitBlocks);
+  auto efficiency = [&](int64_t splits) {
+    int64_t pieces = tiles * splits, rounds = (pieces + sm_count - 1) / sm_count;
+    return double(pieces) / double(rounds * sm_count);
+  };
+  double best = efficiency(1);
+  for (int64_t splits = 2; splits <= most; ++splits) best = std::max(best, efficiency(splits));
+  for (int64_t splits = 1; splits <= most; ++splits) {
+    if (efficiency(splits) >= 0.85 * best) return static_cast<int>(splits);
+  }
+  return 1;
+}
+
+// Split-KV's workspace: the tile counter, then a slot per piece.
+inline size_t split_kv_workspace_bytes(ForwardArgs const& args, ForwardPlan const& plan, int block_m) {
+  int64_t tiles = (args.shape.seqlen_q + block_m - 1) / block_m * args.shape.heads_q * args.shape.batch;
+  return kTileCounterBytes +
+         size_t(tiles) * size_t(plan.splits) * split_kv_slot_floats(block_m, int(args.shape.value_head_dim())) * sizeof(float);
 }
 
 }  // namespace warpflash::kernels

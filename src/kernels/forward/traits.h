@@ -12,6 +12,7 @@
 #include "kernels/attention/block_scales.h"
 #include "kernels/attention/mask.h"
 #include "kernels/attention/seqlen.h"
+#include "kernels/attention/split_kv.h"
 #include "kernels/attention/tile_scheduler.h"
 
 namespace warpflash::kernels {
@@ -230,8 +231,9 @@ struct ForwardTraits {
     AttentionMask mask;  // window and chunk; sequence lengths set per tile (tile_work)
     ForwardTileScheduler scheduler;
     TmaO tma_o;  // set when kTmaStoreO
-    // With an active split tail (scheduler.split): per slot (SplitTail::slot) a piece's
-    // normalized O, (kBlockM, kHeadDim), then its LSE, (kBlockM), fp32.
+    // With an active split tail (scheduler.split) or split-KV (split_kv, the general
+    // loop): per slot (SplitTail::slot, or the piece's index) a piece's normalized O,
+    // (kBlockM, kHeadDimV), then its LSE, (kBlockM), fp32.
     float* split_workspace;
     // Dynamic tile order (general loop only; null: static): a zeroed counter in the
     // workspace from which the producer threads take the next tile index (kernel.h).
@@ -247,6 +249,8 @@ struct ForwardTraits {
     BlockScales q_block_scale;
     BlockScales k_block_scale;
     BlockScales v_block_scale;
+    // The general loop's split of each tile's K/V blocks into pieces (none: one piece).
+    SplitKv split_kv;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };

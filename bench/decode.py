@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""KV-cache attention (serving) side by side with the peers, in one run: decode with one
+query token per sequence, speculative decoding (4 tokens) and chunked prefill, over full
+caches (cache_seqlens = the cache length), GQA 32/8, head dim 128, BF16.
+
+Peers, each used where installed and named as skipped where not: FlashAttention-3's
+flash_attn_with_kvcache (PyPI fa3-fwd; its own choice of splits and GQA packing), cuDNN
+through PyTorch's SDPA (enable_gqa; one query token only: SDPA's causal mask is
+top-left aligned, so with several query tokens it is not the same problem), and
+FlashAttention-4 (flash-attn-4, flash_attn_func with seqused_k) when importable.
+
+Reported: microseconds per call and the KV cache read rate (bytes of K and V / time),
+the median of --iters launches between CUDA events after --warmup, the implementations
+interleaved per configuration, --repeats times (the median of the repeats).
+
+    python3 bench/decode.py [--csv decode.csv] [--repeats 3]
+"""
+import argparse
+import csv
+import sys
+
+import torch
+
+from bench_common import median, time_ms
+
+HEADS_Q, HEADS_KV, HEAD_DIM = 32, 8, 128
+
+# (label, batch, query tokens, cache length, causal)
+SHAPES = [
+    ("decode q=1, batch 32, kv 8k", 32, 1, 8192, True),
+    ("decode q=1, batch 8, kv 32k", 8, 1, 32768, True),
+    ("decode q=1, batch 1, kv 128k", 1, 1, 131072, True),
+    ("decode q=1, batch 64, kv 2k", 64, 1, 2048, True),
+    ("q=4 (speculative), batch 32, kv 8k", 32, 4, 8192, True),
+    ("chunked prefill q 512, kv 16k, batch 4", 4, 512, 16384, True),
+]
+
+
+def peers():
+    found, missing = {}, {}
+    try:
+        import fa3_fwd._C  # noqa: F401  (registers its operators)
+        import fa3_fwd_interface
+        found["fa3"] = fa3_fwd_interface
+    except Exception as error:  # noqa: BLE001
+        missing["fa3"] = f"fa3-fwd not importable ({type(error).__name__}: {error})"
+    try:
+        from flash_attn.cute import interface as fa4
+        found["fa4"] = fa4
+    except Exception as error:  # noqa: BLE001
+        missing["fa4"] = f"flash-attn-4 not importable ({type(error).__name__}: {error})"
+    return found, missing
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--csv", help="write the rows here")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--iters", type=int, default=50)
+    args = parser.parse_args()
+
+    from warpflash import flash_attn_with_kvcache
+
+    found, missing = peers()
+    for name, why in missing.items():
+        print(f"# {name}: skipped: {why}")
+    print(f"# {torch.cuda.get_device_name()}, GQA {HEADS_Q}/{HEADS_KV}, d {HEAD_DIM}, bfloat16, full caches; "
+          f"median of {args.repeats} repeats of the median of {args.iters} launches (CUDA events)")
+    rows = []
+    for label, batch, seqlen_q, seqlen_k, causal in SHAPES:
+        torch.manual_seed(0)
+        q = torch.randn(batch, seqlen_q, HEADS_Q, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
+        k_cache = torch.randn(batch, seqlen_k, HEADS_KV, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
+        v_cache = torch.randn_like(k_cache)
+        cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+        impls = {"warpflash": lambda: flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
+                                                              causal=causal)}
+        if "fa3" in found:
+            fa3 = found["fa3"]
+            impls["fa3"] = lambda: fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
+                                                               causal=causal)
+        if "fa4" in found:
+            fa4 = found["fa4"]
+            impls["fa4"] = lambda: fa4.flash_attn_func(q, k_cache, v_cache, causal=causal, seqused_k=cache_seqlens)
+        if seqlen_q == 1:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            q_t, k_t, v_t = (x.transpose(1, 2) for x in (q, k_cache, v_cache))
+
+            def cudnn():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    return torch.nn.functional.scaled_dot_product_attention(q_t, k_t, v_t, enable_gqa=True)
+            impls["cudnn"] = cudnn
+        # Every implementation's output against warpflash's once (and a first call: FA4 compiles).
+        reference = impls["warpflash"]()
+        for name in list(impls):
+            try:
+                out = impls[name]()
+                out = out[0] if isinstance(out, tuple) else out
+                if name == "cudnn":
+                    out = out.transpose(1, 2)
+                error = (out.float() - reference.float()).abs().max().item()
+                if error > 2e-2:
+                    print(f"# {label}: {name} differs from warpflash by {error:.3g}; dropped")
+                    del impls[name]
+            except Exception as error:  # noqa: BLE001
+                print(f"# {label}: {name} failed ({type(error).__name__}: {str(error)[:200]}); dropped")
+                del impls[name]
+        times = {name: [] for name in impls}
+        for _ in range(args.repeats):
+            for name, fn in impls.items():
+                times[name].append(time_ms(torch, fn, args.warmup, args.iters))
+        kv_bytes = 2 * batch * seqlen_k * HEADS_KV * HEAD_DIM * 2
+        best_peer = min((median(t) for name, t in times.items() if name != "warpflash"), default=None)
+        cells = []
+        for name, t in times.items():
+            us = median(t) * 1e3
+            rows.append({"shape": label, "impl": name, "us": f"{us:.1f}", "kv_TB_per_s": f"{kv_bytes / us / 1e6:.2f}",
+                         "us_repeats": " ".join(f"{x * 1e3:.1f}" for x in t)})
+            cells.append(f"{name} {us:7.1f} us ({kv_bytes / us / 1e6:.2f} TB/s)")
+        ratio = f"  warpflash / fastest peer time: {median(times['warpflash']) / best_peer:.2f}" if best_peer else ""
+        print(f"{label:42s} " + " | ".join(cells) + ratio)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""flash_attn_with_kvcache on a Hopper GPU against a float64 PyTorch reference: decode
+with GQA (packed query heads) and split keys, speculative and chunked-prefill queries,
+new tokens appended in place with rotary embedding, the LSE, CUDA graphs, and errors."""
+import pytest
+import torch
+
+from conftest import requires_hopper
+from test_forward import attention_reference, skip_unless_compiled
+from warpflash import apply_rotary, flash_attn_with_kvcache
+
+pytestmark = requires_hopper
+
+
+def reference_over_cache(q, k_cache, v_cache, seqused, scale, causal, dtype=torch.float64):
+    """out, lse of each sequence over its first seqused[b] cache rows (matmuls in dtype)."""
+    outs, lses = [], []
+    for b in range(q.shape[0]):
+        n = int(seqused[b])
+        out, lse = attention_reference(q[b:b + 1], k_cache[b:b + 1, :n], v_cache[b:b + 1, :n], scale, causal,
+                                       dtype=dtype)
+        outs.append(out)
+        lses.append(lse)
+    return torch.cat(outs), torch.cat(lses)
+
+
+def check_close(out, ref, low, what):
+    """FlashAttention's criterion: error at most twice that of attention in the input precision."""
+    err = (out.double() - ref).abs().max().item()
+    err_low = (low.double() - ref).abs().max().item()
+    assert err <= 2 * err_low + 1e-3, f"{what}: max error {err}, low-precision reference {err_low}"
+
+
+# (batch, seqlen_q, seqlen_cache, heads_q, heads_kv)
+DECODE_SHAPES = [(4, 1, 777, 32, 8), (3, 1, 5000, 12, 4), (1, 1, 3000, 16, 1), (2, 4, 3001, 8, 2),
+                 (2, 1, 300, 8, 8), (2, 77, 1024, 8, 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("shape", DECODE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("num_splits", [0, 1, 5])
+def test_decode_over_cache(dtype, head_dim, shape, causal, num_splits):
+    skip_unless_compiled(head_dim, dtype)
+    batch, sq, s_cache, hq, hkv = shape
+    torch.manual_seed(sum(shape) + head_dim + num_splits)
+    q = torch.randn(batch, sq, hq, head_dim, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    # Lengths around tile edges, one sequence without keys when there are several.
+    lengths = [s_cache, 129, 1, 0][:batch] if batch > 1 else [s_cache - 5]
+    lengths = [max(n, sq) if causal else n for n in lengths]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    scale = head_dim ** -0.5
+    out, lse = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens, causal=causal,
+                                       num_splits=num_splits, return_softmax_lse=True)
+    ref, lse_ref = reference_over_cache(q, k_cache, v_cache, lengths, scale, causal)
+    low, _ = reference_over_cache(q, k_cache, v_cache, lengths, scale, causal, dtype=dtype)
+    check_close(out, ref, low, "out")
+    finite = torch.isfinite(lse_ref)
+    assert torch.equal(torch.isfinite(lse), finite)
+    assert torch.allclose(lse[finite].double(), lse_ref[finite], atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seqlen_new", [1, 3])
+def test_append_with_rotary_in_place(interleaved, causal, seqlen_new):
+    head_dim, rotary_dim = 128, 64
+    skip_unless_compiled(head_dim, torch.bfloat16)
+    batch, s_cache, hq, hkv = 3, 600, 16, 4
+    torch.manual_seed(7 + seqlen_new)
+    dtype = torch.bfloat16
+    q = torch.randn(batch, seqlen_new, hq, head_dim, device="cuda", dtype=dtype)
+    k_new = torch.randn(batch, seqlen_new, hkv, head_dim, device="cuda", dtype=dtype)
+    v_new = torch.randn(batch, seqlen_new, hkv, head_dim, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    angles = torch.rand(s_cache, rotary_dim // 2, device="cuda") * 6.3
+    cos, sin = angles.cos(), angles.sin()
+    lengths = [0, 300, 590]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    k_expected, v_expected = k_cache.clone(), v_cache.clone()
+    steps = torch.arange(seqlen_new, device="cuda")
+    positions = cache_seqlens.long()[:, None] + steps
+    k_rot = apply_rotary(k_new, cos, sin, positions, interleaved)
+    q_rot = apply_rotary(q, cos, sin, positions if causal else cache_seqlens.long()[:, None] + 0 * steps, interleaved)
+    for b, n in enumerate(lengths):
+        k_expected[b, n:n + seqlen_new] = k_rot[b]
+        v_expected[b, n:n + seqlen_new] = v_new[b]
+
+    out = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin,
+                                  cache_seqlens=cache_seqlens, causal=causal, rotary_interleaved=interleaved)
+    assert torch.equal(k_cache, k_expected) and torch.equal(v_cache, v_expected), "cache not updated in place"
+    used = [n + seqlen_new for n in lengths]
+    ref, _ = reference_over_cache(q_rot, k_expected, v_expected, used, head_dim ** -0.5, causal)
+    low, _ = reference_over_cache(q_rot, k_expected, v_expected, used, head_dim ** -0.5, causal, dtype=dtype)
+    check_close(out, ref, low, "out")
+
+
+def test_rotary_matches_the_pairs_definition():
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
+    angles = torch.rand(10, 2, dtype=torch.float64)
+    positions = torch.tensor([[0, 4, 9], [1, 1, 2]])
+    for interleaved in (True, False):
+        y = apply_rotary(x, angles.cos(), angles.sin(), positions, interleaved)
+        for b in range(2):
+            for s in range(3):
+                for i in range(2):
+                    a = angles[positions[b, s], i]
+                    j, k = (2 * i, 2 * i + 1) if interleaved else (i, i + 2)
+                    x1, x2 = x[b, s, :, j], x[b, s, :, k]
+                    assert torch.allclose(y[b, s, :, j], x1 * a.cos() - x2 * a.sin())
+                    assert torch.allclose(y[b, s, :, k], x1 * a.sin() + x2 * a.cos())
+        assert torch.equal(y[..., 4:], x[..., 4:])
+
+
+def test_decode_step_in_a_cuda_graph():
+    """A decode step with changing cache_seqlens replays from one capture."""
+    skip_unless_compiled(128, torch.bfloat16)
+    batch, s_cache, hq, hkv, d = 8, 2048, 32, 8, 128
+    dtype = torch.bfloat16
+    q = torch.randn(batch, 1, hq, d, device="cuda", dtype=dtype)
+    k_new = torch.randn(batch, 1, hkv, d, device="cuda", dtype=dtype)
+    v_new = torch.randn(batch, 1, hkv, d, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    cache_seqlens = torch.full((batch,), 100, dtype=torch.int32, device="cuda")
+    step = lambda: flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, cache_seqlens=cache_seqlens,
+                                           causal=True)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        step()  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+    for n in (100, 1500, 7):
+        cache_seqlens.fill_(n)
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=n + 1, causal=True)
+        assert torch.equal(out, expected), f"replay with cache_seqlens {n}"
+
+
+def test_errors_name_the_argument():
+    q = torch.randn(2, 1, 8, 128, device="cuda", dtype=torch.bfloat16)
+    cache = torch.randn(2, 64, 2, 128, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="page_table"):
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cache_batch_idx"):
+        flash_attn_with_kvcache(q, cache, cache, cache_batch_idx=torch.zeros(2, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cache_seqlens"):
+        flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.zeros(3, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="k and v"):
+        flash_attn_with_kvcache(q, cache, cache, k=cache[:, :1], cache_seqlens=1)
+    with pytest.raises(ValueError, match="num_splits = 200"):
+        flash_attn_with_kvcache(q, cache, cache, num_splits=200)
