@@ -104,7 +104,11 @@ struct ForwardLaunch {
 ForwardLaunch plan_forward(const ForwardArgs& args, bool with_workspace) {
   ForwardLaunch launch{args, {}};
   launch.plan.pack = kernels::pack_gqa_factor(args);
-  if (launch.plan.pack > 1) launch.args = kernels::packed_gqa_view(args, launch.plan.pack);
+  if (launch.plan.pack > 1) {
+    launch.args = kernels::packed_gqa_view(args, launch.plan.pack);
+    if (args.shape.seqlen_q > 1) launch.plan.q_rows = args.q;
+    launch.plan.o_head_stride = args.o.head_stride;
+  }
   if (args.num_splits > 1) {
     launch.plan.splits = static_cast<int>(args.num_splits);
   } else if (args.num_splits == 0 && with_workspace && kernels::split_kv_allowed(args)) {

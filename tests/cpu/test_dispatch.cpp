@@ -70,9 +70,10 @@ TEST(DispatchTable, UniformAndPlainProblems) {
   EXPECT_TRUE(plain_problem(args));
 }
 
-// Decode with GQA packs the query heads of a K/V head as one tile's rows: only with one
-// query per dense sequence and nothing per query head, and the view addresses the same
-// elements: row r of K/V head g is query head g * pack + r.
+// GQA packs the query heads of a K/V head as one tile's rows where that fills tiles
+// better (decode, speculative decoding, short prefill chunks), with dense queries and
+// nothing per query head; with one position the view addresses the same elements (row r
+// of K/V head g is query head g * pack + r), with several it describes the positions.
 TEST(PackedGqa, OnlyForDecodeAndTheViewAddressesTheSameElements) {
   ForwardArgs args;
   args.shape = {3, 1, 500, 32, 8, 128};
@@ -96,8 +97,15 @@ TEST(PackedGqa, OnlyForDecodeAndTheViewAddressesTheSameElements) {
     }
   }
   ForwardArgs other = args;
-  other.shape.seqlen_q = 2;
+  other.shape.seqlen_q = 1000;  // tiles of 128 rows already nearly full
   EXPECT_EQ(pack_gqa_factor(other), 1);
+  other.shape.seqlen_q = 4;
+  other.q = contiguous_view(nullptr, 4, 32, 128);
+  EXPECT_EQ(pack_gqa_factor(other), 4);
+  view = packed_gqa_view(other, 4);
+  EXPECT_EQ(view.shape.seqlen_q, 16);
+  EXPECT_EQ(view.q.seqlen_stride, other.q.seqlen_stride);
+  EXPECT_EQ(view.q.head_stride, 4 * other.q.head_stride);
   other = args;
   other.shape.heads_kv = 32;
   EXPECT_EQ(pack_gqa_factor(other), 1);

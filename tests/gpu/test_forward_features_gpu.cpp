@@ -80,6 +80,12 @@ const Case kCases[] = {
     {"decode_sinks_unpacked", false, {1, 1}, {500, 500}, 8, 2, false, -1, -1, 0, 0.f, true},
     {"decode_mha_seven_splits", false, {1, 1}, {2000, 2000}, 4, 4, false, -1, -1, 0, 0.f, false, {}, {}, true, 7},
     {"speculative_q4_causal_split", false, {4, 4}, {3001, 3001}, 8, 2, true},
+    // Packed GQA with several query positions (the consumers load the rows): ratios 7 and
+    // 8, tiles of several positions, more rows than a tile, windows, softcap, seqused.
+    {"speculative_q3_gqa7_window_seqused", false, {3, 3, 3}, {900, 900, 900}, 14, 2, true, 300, -1, 0, 0.f, false,
+     {}, {900, 2, 450}},
+    {"prefill_q40_gqa8_causal_softcap", false, {40, 40}, {700, 700}, 16, 2, true, -1, -1, 0, 25.f},
+    {"prefill_q40_gqa8_unsplit", false, {40}, {1300}, 8, 1, false, -1, -1, 0, 0.f, false, {}, {}, true, 1},
     {"prefill_causal_three_splits", false, {300}, {1500}, 4, 2, true, -1, -1, 0, 0.f, false, {}, {}, true, 3},
     {"split_more_pieces_than_blocks", false, {1}, {200}, 4, 1, false, -1, -1, 0, 0.f, false, {}, {}, true, 9},
 };

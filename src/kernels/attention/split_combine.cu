@@ -28,8 +28,11 @@ __device__ void merge_row(SplitCombineParams const& params, TileCoord tile, int 
   }
   float const lse = lse_max == -INFINITY ? -INFINITY : lse_max + logf(sum);
 
+  unsigned head_in_group;
+  unsigned position = params.by_pack.divmod(unsigned(row), head_in_group);
   Element* o_row = static_cast<Element*>(params.o) + tile.batch * params.o_batch_stride +
-                   row * params.o_seqlen_stride + tile.head * params.o_head_stride;
+                   position * params.o_seqlen_stride + head_in_group * params.o_group_stride +
+                   tile.head * params.o_head_stride;
   for (int col = threadIdx.x * kColumnsPerThread; col < params.head_dim; col += blockDim.x * kColumnsPerThread) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (lse != -INFINITY) {
@@ -47,7 +50,8 @@ __device__ void merge_row(SplitCombineParams const& params, TileCoord tile, int 
     *reinterpret_cast<uint2*>(o_row + col) = *reinterpret_cast<uint2 const*>(out);
   }
   if (params.lse != nullptr && threadIdx.x == 0) {
-    params.lse[(int64_t(tile.batch) * params.scheduler.heads + tile.head) * params.seqlen_q + row] = lse;
+    params.lse[(int64_t(tile.batch) * params.scheduler.heads + tile.head) * params.seqlen_q + position +
+               head_in_group * params.lse_group_stride] = lse;
   }
 }
 
@@ -77,9 +81,12 @@ __global__ void split_tail_combine_kernel(SplitCombineParams const params) {
   });
 }
 
-// Split-KV: CTA x merges the pieces of tile x, in slots x * splits + piece.
+// Split-KV: CTA x merges the pieces of tile x, in slots x * splits + piece. Launched as
+// a programmatic dependent of the forward kernel: its CTAs start while the forward's last
+// CTAs finish and wait here until the pieces are written.
 template <class Element>
 __global__ void split_kv_combine_kernel(SplitCombineParams const params) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   TileCoord const tile = params.scheduler.tile(blockIdx.x);
   int const row_in_tile = blockIdx.y * kRowsPerCta + threadIdx.y;
   if (tile.m_block * params.block_m + row_in_tile >= params.seqlen_q) return;
@@ -98,9 +105,18 @@ Status launch_split_combine(SplitCombineParams const& params, cudaStream_t strea
   if (params.split_kv.active()) {
     // Only the rows a tile holds (decode: a handful of a 128-row tile).
     int rows = params.seqlen_q < params.block_m ? params.seqlen_q : params.block_m;
-    dim3 grid(params.scheduler.num_tiles(), unsigned((rows + kRowsPerCta - 1) / kRowsPerCta));
-    split_kv_combine_kernel<Element><<<grid, block, 0, stream>>>(params);
-    return check_cuda(cudaGetLastError(), "split_kv_combine_kernel launch");
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(params.scheduler.num_tiles(), unsigned((rows + kRowsPerCta - 1) / kRowsPerCta));
+    config.blockDim = block;
+    config.stream = stream;
+    // Decode's merge is a few microseconds: its launch overlaps the forward's tail.
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return check_cuda(cudaLaunchKernelEx(&config, split_kv_combine_kernel<Element>, params),
+                      "split_kv_combine_kernel launch");
   }
   SplitTail const& split = params.scheduler.split;
   dim3 grid(unsigned(split.units << split.cluster_shift), unsigned(params.block_m / kRowsPerCta));

@@ -18,6 +18,12 @@ struct SplitCombineParams {
   float const* workspace;  // per slot: O (block_m, head_dim), then LSE (block_m)
   ForwardTileScheduler scheduler;  // the forward kernel's, with its split tail
   SplitKv split_kv;                // active: split-KV's pieces instead of the tail's
+  // Packed GQA: row p of a tile's head lies at O row (p / pack) * o_seqlen_stride +
+  // (p % pack) * o_group_stride, LSE (p / pack) + (p % pack) * lse_group_stride (divisor
+  // 1: row p itself).
+  FastDivmod by_pack;
+  int64_t o_group_stride;
+  int64_t lse_group_stride;
   int ctas;                        // the forward kernel's grid
   int block_m;
   int head_dim;

@@ -30,16 +30,15 @@ struct SplitKv {
     piece = int(p);
     return tile;
   }
-  // Narrows a tile's blocks [begin, end) to those of piece `piece`: equal runs (the
-  // first blocks % splits pieces one block longer), empty where the tile has fewer blocks
-  // than pieces.
+  // Narrows a tile's blocks [begin, end) to those of piece `piece`: runs that differ by at
+  // most one block, empty where the tile has fewer blocks than pieces. Without a split
+  // (one piece, divisor 1) the range stays. (piece + 1) * blocks <= 2^31: FastDivmod's
+  // multiply-high and add stay in 32 bits (kMaxSplits 128, at most 2^24 blocks).
   WF_HOST_DEVICE void clip(int piece, int& n_block_begin, int& n_block_end) const {
-    unsigned blocks = n_block_end > n_block_begin ? unsigned(n_block_end - n_block_begin) : 0u, longer;
-    int share = int(by_splits.divmod(blocks, longer));
-    int extra = int(longer);
-    int begin = n_block_begin + piece * share + (piece < extra ? piece : extra);
-    n_block_end = begin + share + (piece < extra ? 1 : 0);
-    n_block_begin = begin;
+    unsigned blocks = n_block_end > n_block_begin ? unsigned(n_block_end - n_block_begin) : 0u;
+    int begin = n_block_begin;
+    n_block_begin = begin + int(by_splits.div(unsigned(piece) * blocks));
+    n_block_end = begin + int(by_splits.div(unsigned(piece + 1) * blocks));
   }
 };
 

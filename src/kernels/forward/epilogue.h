@@ -38,20 +38,35 @@ struct ForwardEpilogue {
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
-      if (row < seqlen_q) lse_head[row] = lse[r];
+      if (row < seqlen_q) lse_head[lse_offset(params, row)] = lse[r];
     }
+  }
+
+  // Where packed GQA's query row `row` lies from its K/V head's first row (Params::q_rows);
+  // `row` itself without packing (pack 1: position row, head 0).
+  CUTE_DEVICE static int64_t lse_offset(Params const& params, int row) {
+    unsigned head_in_group;
+    unsigned position = params.mask.by_pack.divmod(unsigned(row), head_in_group);
+    return position + head_in_group * params.lse_group_stride;
+  }
+  CUTE_DEVICE static int64_t o_offset(Params const& params, int row) {
+    unsigned head_in_group;
+    unsigned position = params.mask.by_pack.divmod(unsigned(row), head_in_group);
+    return position * params.o_seqlen_stride + head_in_group * params.o_group_stride;
   }
 
   // Through shared memory and TMA where the kernel has the buffer and TMA can clip the
   // rows at the sequence's end: dense sequences (the tensor's end) and, in the general loop
   // (kGeneralLoop), packed ones (the tensor map of launch.h); from registers otherwise
-  // (dense sequences with seqused), row by row up to the sequence's end.
+  // (dense sequences with seqused, packed GQA's rows of several heads and positions), row
+  // by row up to the sequence's end.
   template <bool kGeneralLoop, class AccO>
   CUTE_DEVICE static void store_o(Params const& params, SharedStorage& storage, TileCoord tile, TileWork const& work,
                                   int round, int consumer_tid, AccO const& acc_o) {
     Tensor out = convert_fragment<Element>(acc_o);
     if constexpr (Traits::kTmaStoreO) {
-      if (params.seq_q.uniform() || (kGeneralLoop && params.seq_q.packed())) {
+      bool rows_of_one_head = !kGeneralLoop || params.q_rows == nullptr;  // not packed GQA's
+      if ((params.seq_q.uniform() && rows_of_one_head) || (kGeneralLoop && params.seq_q.packed())) {
         store_through_shared_memory<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
@@ -67,7 +82,7 @@ struct ForwardEpilogue {
       int row = row_base + get<0>(tOcO(i));
       int col = get<1>(tOcO(i));
       if (row < seqlen_q) {
-        Element* dst = o_head + row * params.o_seqlen_stride + col;
+        Element* dst = o_head + (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + col;
         *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
       }
     }

@@ -52,6 +52,9 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
   return SplitCombineParams{params.split_workspace,
                             params.scheduler,
                             params.split_kv,
+                            params.mask.by_pack,
+                            params.o_group_stride,
+                            params.lse_group_stride,
                             ctas,
                             Traits::kBlockM,
                             Traits::kHeadDimV,
@@ -138,6 +141,12 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       make_block_scales(args.k_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
       make_block_scales(args.v_block_scale, shape.heads_kv, shape.seqlen_k, args.kv_block_rows),
       SplitKv{},  // below
+      nullptr,    // q_rows and the packed rows' strides, below
+      0,
+      0,
+      0,
+      0,
+      0,
   };
 
   if constexpr (Traits::kTmaStoreO) {
@@ -168,6 +177,15 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
     }
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
+  params.q_rows = static_cast<Input*>(plan.q_rows.data);
+  params.q_batch_stride = plan.q_rows.batch_stride;
+  params.q_seqlen_stride = plan.q_rows.seqlen_stride;
+  params.q_head_stride = plan.q_rows.head_stride;
+  params.o_group_stride = plan.o_head_stride;
+  params.lse_group_stride = shape.seqlen_q / plan.pack;
+  if (plan.pack > 1 && params.plain) {
+    return Status::InvalidArgument("warpflash::forward: packed GQA needs the general loop");
+  }
   if (plan.splits > 1) {
     if (params.plain || args.workspace_bytes < split_kv_workspace_bytes(args, plan, Traits::kBlockM)) {
       return Status::InvalidArgument("warpflash::forward: split-KV needs the general loop and a workspace of "

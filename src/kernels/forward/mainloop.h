@@ -170,6 +170,14 @@ struct ForwardMainloop {
 
     auto load_q = [=, &params, &storage]() mutable {
       int stage = q_stage(round);
+      // Packed GQA's rows: the consumers load them (load_q_rows), the buffer is marked
+      // full at once. (The general loop's producer only: kPublish.)
+      if constexpr (kPublish) {
+        if (params.q_rows != nullptr) {
+          pass_q_empty_tile_producer<true>(storage, round, index);
+          return;
+        }
+      }
       wait_q_empty(storage, round);
       if constexpr (kPublish) publish_tile_index(storage, round, index);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
@@ -204,6 +212,36 @@ struct ForwardMainloop {
     // Not unrolled: the producer thread has 24 registers.
 #pragma unroll 1
     for (; n_block >= n_block_begin; --n_block) get<1>(loads)(n_block, write);
+  }
+
+  // Packed GQA with several query positions (Params::q_rows): each consumer warpgroup
+  // loads its 64 rows of the tile's Q into the round's buffer, 16 bytes a thread at a
+  // time, zeros past the tile's rows, then makes them visible to its WGMMAs.
+  CUTE_DEVICE static void load_q_rows(Params const& params, SharedStorage& storage, int round, TileCoord tile,
+                                      int rows, int consumer_tid) {
+    constexpr int kChunk = 16 / sizeof(Element);  // elements per 16-byte load
+    constexpr int kChunksPerRow = Traits::kHeadDim / kChunk;
+    int warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
+    int warpgroup_tid = consumer_tid % cutlass::NumThreadsPerWarpGroup;
+    Tensor sQ = smem_q(storage, round);
+    int pack = params.mask.pack;
+    Element const* q_group = params.q_rows + tile.batch * params.q_batch_stride +
+                             int64_t(tile.head) * pack * params.q_head_stride;
+    int row_base = tile.m_block * Traits::kBlockM + warpgroup * 64;
+    for (int i = warpgroup_tid; i < 64 * kChunksPerRow; i += cutlass::NumThreadsPerWarpGroup) {
+      int r = i / kChunksPerRow, col = i % kChunksPerRow * kChunk;
+      uint4 value = make_uint4(0, 0, 0, 0);
+      if (row_base + r < rows) {
+        unsigned head_in_group;
+        int position = int(params.mask.by_pack.divmod(unsigned(row_base + r), head_in_group));
+        value = *reinterpret_cast<uint4 const*>(q_group + position * params.q_seqlen_stride +
+                                                int64_t(head_in_group) * params.q_head_stride + col);
+      }
+      *reinterpret_cast<uint4*>(&sQ(warpgroup * 64 + r, col)) = value;
+    }
+    cutlass::arch::fence_view_async_shared();  // the WGMMAs read Q through the async proxy
+    cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup,
+                                      static_cast<uint32_t>(ForwardBarrier::kQRows0) + warpgroup);
   }
 
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
@@ -395,6 +433,9 @@ struct ForwardMainloop {
     };
 
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    if constexpr (kGeneralMask) {
+      if (params.q_rows != nullptr) load_q_rows(params, storage, round, tile, work.mask.rows(), consumer_tid);
+    }
 
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = work.n_block_end - 1;

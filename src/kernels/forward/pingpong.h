@@ -13,6 +13,7 @@ namespace warpflash::kernels {
 enum class ForwardBarrier : uint32_t {
   kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w (up to 3)
   kOutputBuffer0 = 3,  // consumer warpgroup w's part of the O buffer is free / written: 3 + w
+  kQRows0 = 6,         // consumer warpgroup w has loaded its Q rows (packed GQA): 6 + w
 };
 
 template <int kConsumerWarpgroups>

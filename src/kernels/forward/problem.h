@@ -66,30 +66,44 @@ struct ForwardPlan {
   int pack = 1;
   // Split-KV (split_kv.h): pieces per tile.
   int splits = 1;
+  // Packed GQA with several query positions: Q as the caller laid it out (the consumers
+  // load its rows; data null otherwise), and one query head's stride in O.
+  TensorView4d q_rows{};
+  int64_t o_head_stride = 0;
   bool plain() const { return pack == 1 && splits == 1; }
 };
 
-// Packed GQA applies to decode: one query position per dense sequence (seqlen_q = 1),
-// several query heads per K/V head, and nothing per query head that the tile's rows would
-// need (sinks). Then Q (batch, 1, heads_q, d) is the same memory
-// as (batch, heads_q / heads_kv, heads_kv, d): the group's heads become query rows.
-// (16-bit inputs: FP8's decode is not packed yet.)
+// Packed GQA: several query heads per K/V head, dense queries, nothing per query head
+// that a tile's rows would need (sinks), 16-bit inputs (FP8's decode is not packed yet),
+// and rows that fill tiles better packed than not (FlashAttention-3's rule: seqlen_q
+// rows of a 128-row tile used below 90% of the packed rows' use; always for decode).
 inline int pack_gqa_factor(ForwardArgs const& args) {
   AttentionShape const& s = args.shape;
-  bool packs = s.seqlen_q == 1 && s.heads_q > s.heads_kv && args.cu_seqlens_q == nullptr &&
-               args.seqused_q == nullptr && args.learnable_sink == nullptr && args.dtype != DType::kFloat8E4M3;
-  return packs ? static_cast<int>(s.heads_q / s.heads_kv) : 1;
+  if (s.heads_q <= s.heads_kv || s.seqlen_q == 0 || args.cu_seqlens_q != nullptr || args.seqused_q != nullptr ||
+      args.learnable_sink != nullptr || args.dtype == DType::kFloat8E4M3) {
+    return 1;
+  }
+  int64_t pack = s.heads_q / s.heads_kv, rows = s.seqlen_q * pack;
+  auto use = [](int64_t n) { return double(n) / double((n + 127) / 128 * 128); };
+  return use(s.seqlen_q) < 0.9 * use(rows) ? static_cast<int>(pack) : 1;
 }
 
-// The arguments as the kernel sees them with `pack` query heads per row group: query row
-// r of K/V head g is query head g * pack + r. The LSE, (batch, heads_q, 1), is the same
-// memory as (batch, heads_kv, pack).
+// The arguments as the kernel sees them with `pack` query heads per K/V head: heads_kv
+// heads of seqlen_q * pack rows, row p being position p / pack of query head
+// head * pack + p % pack. With one position Q (batch, 1, heads_q, d) is the same memory
+// as (batch, pack, heads_kv, d), which TMA loads; with several, q only describes the
+// positions and heads (the consumers load the rows: ForwardPlan::q_rows). O likewise.
+// The LSE (batch, heads_q, seqlen_q) is (batch, heads_kv, pack * seqlen_q) with row p at
+// p / pack + (p % pack) * seqlen_q.
 inline ForwardArgs packed_gqa_view(ForwardArgs const& args, int pack) {
   ForwardArgs view = args;
-  view.shape.seqlen_q = pack;
+  view.shape.seqlen_q = args.shape.seqlen_q * pack;
   view.shape.heads_q = args.shape.heads_kv;
-  view.q = TensorView4d{args.q.data, args.q.batch_stride, args.q.head_stride, args.q.head_stride * pack};
-  view.o = TensorView4d{args.o.data, args.o.batch_stride, args.o.head_stride, args.o.head_stride * pack};
+  bool one_position = args.shape.seqlen_q == 1;
+  view.q = TensorView4d{args.q.data, args.q.batch_stride, one_position ? args.q.head_stride : args.q.seqlen_stride,
+                        args.q.head_stride * pack};
+  view.o = TensorView4d{args.o.data, args.o.batch_stride, one_position ? args.o.head_stride : args.o.seqlen_stride,
+                        args.o.head_stride * pack};
   return view;
 }
 

@@ -61,8 +61,11 @@ struct ForwardTraits {
   // tile indices on), and its consumers fit in 232: 40 + 2 x 232 = 504.
   // FP8: three warps of the producer warpgroup transpose V (transpose_v.h): 56 + 2 x 224
   // = 504 (the consumers' S, O and P accumulators need no more than 224).
+  // With three consumer warpgroups the producer takes the 32 that 512 leaves: its loop
+  // over the tiles also derives split-KV's piece (kernel.h), which spilled 8 bytes in 24.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
-  static constexpr int kProducerRegisters = kFp8 ? 56 : kRoomyProducer ? 40 : 24;
+  static constexpr int kProducerRegisters =
+      kFp8 ? 56 : kRoomyProducer ? 40 : kConsumerWarpgroups == 3 ? 32 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
   // to spare: they compute the tile's coordinates again for the epilogue instead of
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
@@ -251,6 +254,18 @@ struct ForwardTraits {
     BlockScales v_block_scale;
     // The general loop's split of each tile's K/V blocks into pieces (none: one piece).
     SplitKv split_kv;
+    // Packed GQA (mask.pack query heads per K/V head as one tile's rows): query row p is
+    // position p / pack of query head head * pack + p % pack. Its O row lies at
+    // (p / pack) * o_seqlen_stride + (p % pack) * o_group_stride from the head's, its LSE
+    // at (p / pack) + (p % pack) * lse_group_stride. With several positions no TMA box
+    // has the rows' shape: the consumers load them from q_rows (with the caller's strides;
+    // null: TMA loads Q) and write O from registers.
+    Element const* q_rows;
+    int64_t q_batch_stride;
+    int64_t q_seqlen_stride;
+    int64_t q_head_stride;
+    int64_t o_group_stride;
+    int64_t lse_group_stride;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
