@@ -80,7 +80,8 @@ def main(argv=None):
     scale = HEAD_DIM ** -0.5
     measure = lambda fn: python_latency_us(torch, fn, args.iters, args.warmup, args.repeats)  # noqa: E731
     func = measure(lambda: warpflash.flash_attn_func(q, k, v))
-    op = measure(lambda: torch.ops.warpflash.forward(q, k, v, scale, False))
+    op = measure(lambda: torch.ops.warpflash.forward(q, k, v, None, None, None, None, 0, 0, scale, False, -1, -1, 0, 0.0,
+                                                     None))
     print(f"problem: batch {BATCH}, seqlen {SEQLEN}, heads {HEADS}, head_dim {HEAD_DIM}, bf16, "
           f"non-causal; {torch.cuda.get_device_name()}")
     print(f"C++ warpflash::forward        {cpp:8.2f} us/call")

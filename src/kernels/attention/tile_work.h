@@ -37,8 +37,10 @@ WF_HOST_DEVICE TileWork tile_work(SequenceLengths const& seq_q, SequenceLengths 
                                   AttentionMask const& mask, int m_block, int batch) {
   if constexpr (std::is_same_v<Mask, CausalMask>) {
     CausalMask plain{seq_q.seqlen, seq_k.seqlen, mask.window_right == 0};
-    return TileWork{mask.for_lengths(seq_q.seqlen, seq_k.seqlen), 0, 0, 0,
-                    plain.n_block_end(m_block, kBlockM, kBlockN)};
+    AttentionMask lengths = mask;  // (the plain problems never pack: no division)
+    lengths.seqlen_q = seq_q.seqlen;
+    lengths.seqlen_k = seq_k.seqlen;
+    return TileWork{lengths, 0, 0, 0, plain.n_block_end(m_block, kBlockM, kBlockN)};
   }
   SequenceLengths::Sequence q = seq_q.of(batch), k = seq_k.of(batch);
   TileWork work{mask.for_lengths(q.length, k.length), q.offset, k.offset, 0, 0};

@@ -25,7 +25,7 @@ struct ForwardEpilogue {
   static constexpr int kWarpgroupThreads = cutlass::NumThreadsPerWarpGroup;
 
   // The LSE first, so that its registers are free before O is converted.
-  template <int kRows>
+  template <bool kGeneralLoop, int kRows>
   CUTE_DEVICE static void store_lse(Params const& params, TileCoord tile, TileWork const& work, int consumer_tid,
                                     float const (&lse)[kRows]) {
     if (params.lse == nullptr || threadIdx.x % 4 != 0) return;
@@ -38,7 +38,7 @@ struct ForwardEpilogue {
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
-      if (row < seqlen_q) lse_head[lse_offset(params, row)] = lse[r];
+      if (row < seqlen_q) lse_head[kGeneralLoop ? lse_offset(params, row) : row] = lse[r];
     }
   }
 
@@ -98,20 +98,35 @@ struct ForwardEpilogue {
   CUTE_DEVICE static void store_piece(Params const& params, int slot, int consumer_tid, float const (&lse)[kRows],
                                       AccO const& acc_o, int rows = Traits::kBlockM) {
     Tensor tOcO = output_coordinates(consumer_tid);
-    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
-    Tensor acc_o_rc = make_tensor(acc_o.data(), rowcol_layout(acc_o.layout()));
-    float* o_slot = params.split_workspace + int64_t(slot) * Traits::kSplitSlotFloats;
-    float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
-    CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      int row = get<0>(tOcO_rc(r, 0));
-      if (kRowsOfSequence && row >= rows) continue;
-      float* o_row = o_slot + row * Traits::kHeadDimV;
+    if constexpr (kRowsOfSequence) {
+      float* o_slot = params.split_workspace + int64_t(slot) * Traits::kSplitSlotFloats;
+      float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
+      Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+      Tensor acc_o_rc = make_tensor(acc_o.data(), rowcol_layout(acc_o.layout()));
       CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(acc_o_rc); c += 2) {
-        *reinterpret_cast<float2*>(o_row + get<1>(tOcO_rc(r, c))) = make_float2(acc_o_rc(r, c), acc_o_rc(r, c + 1));
+      for (int r = 0; r < kRows; ++r) {
+        int row = get<0>(tOcO_rc(r, 0));
+        if (row >= rows) continue;
+        float* o_row = o_slot + row * Traits::kHeadDimV;
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 0; c < size<1>(acc_o_rc); c += 2) {
+          *reinterpret_cast<float2*>(o_row + get<1>(tOcO_rc(r, c))) = make_float2(acc_o_rc(r, c), acc_o_rc(r, c + 1));
+        }
+        if (threadIdx.x % 4 == 0) lse_slot[row] = lse[r];
       }
-      if (threadIdx.x % 4 == 0) lse_slot[row] = lse[r];
+    } else {
+      // (The tail's slots are 2 per CTA: 32-bit offsets.)
+      float* o_slot = params.split_workspace + slot * Traits::kSplitSlotFloats;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_o); i += 2) {
+        float* dst = o_slot + get<0>(tOcO(i)) * Traits::kHeadDimV + get<1>(tOcO(i));
+        *reinterpret_cast<float2*>(dst) = make_float2(acc_o(i), acc_o(i + 1));
+      }
+      if (threadIdx.x % 4 != 0) return;
+      float* lse_slot = o_slot + Traits::kBlockM * Traits::kHeadDimV;
+      Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < kRows; ++r) lse_slot[get<0>(tOcO_rc(r, 0))] = lse[r];
     }
   }
 

@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if (index >= num_indices()) break;  // from the parameters each time: no register held
       // Split-KV's piece of the tile (the general loop; without a split, piece 0 of 1).
       // Branch-free and cheap: the producer thread walks this in 24 registers.
-      int piece = 0;
+      [[maybe_unused]] int piece = 0;
       TileCoord tile;
       if constexpr (kGeneralLoop) {
         tile = scheduler.tile(params.split_kv.tile_of(index, piece), params.seq_q, Traits::kBlockM);
@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           return;
         }
       }
-      ForwardEpilogue<Traits>::store_lse(params, tile, work, consumer_tid, lse);
+      ForwardEpilogue<Traits>::template store_lse<kGeneralLoop>(params, tile, work, consumer_tid, lse);
       ForwardEpilogue<Traits>::template store_o<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, acc_o);
     });
     ForwardEpilogue<Traits>::drain(consumer_tid);
