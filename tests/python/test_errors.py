@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from warpflash import flash_attn_func, flash_attn_varlen_func
+from warpflash import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
 
 
 def tensors(shape_q=(2, 64, 8, 128), shape_kv=(2, 64, 2, 128), dtype=torch.bfloat16, device="cpu"):
@@ -80,3 +80,23 @@ def test_varlen_cu_seqlens_must_be_tensors():
     q = torch.randn(10, 2, 64, dtype=torch.bfloat16)
     with pytest.raises(TypeError, match="cu_seqlens_q must be a torch.Tensor"):
         flash_attn_varlen_func(q, q, q, [0, 10], [0, 10], 10, 10)
+
+
+def test_kvcache_arguments_name_the_problem():
+    q = torch.randn(2, 1, 8, 128, dtype=torch.bfloat16)
+    cache = torch.randn(2, 64, 2, 128, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="page_table is not supported yet"):
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32))
+    with pytest.raises(ValueError, match="cache_leftpad is not supported yet"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="expected an int or int32 \\(2,\\)"):
+        flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match="need cache_seqlens"):
+        flash_attn_with_kvcache(q, cache, cache, k=cache[:, :1], v=cache[:, :1])
+    with pytest.raises(ValueError, match="rotary_cos and rotary_sin"):
+        flash_attn_with_kvcache(q, cache, cache, rotary_cos=torch.ones(64, 32))
+    with pytest.raises(ValueError, match="batch 3"):
+        flash_attn_with_kvcache(q, cache[:1].expand(3, -1, -1, -1), cache)
+    with pytest.raises(ValueError, match="rotary_dim <= head_dim"):
+        flash_attn_with_kvcache(q, cache, cache, cache_seqlens=1, rotary_cos=torch.ones(64, 80),
+                                rotary_sin=torch.ones(64, 80))

@@ -244,40 +244,6 @@ struct ForwardMainloop {
                                       static_cast<uint32_t>(ForwardBarrier::kQRows0) + warpgroup);
   }
 
-  // mma()'s walk over the tile's K/V blocks without the math: the same waits, pingpong
-  // turns and releases in the same order (a release before the block has arrived could
-  // complete the barrier's next phase early).
-  template <class PipelineV, class Pingpong, class AfterBlock>
-  CUTE_DEVICE static void pass_blocks(SharedStorage& storage, PipelineKV& pipeline_k, PipelineV& pipeline_v,
-                                      PipelineState& read_k, Pingpong const& pingpong, TileWork const& work,
-                                      int round, AfterBlock&& after_block) {
-    int n_block_begin = work.n_block_begin, blocks = work.n_block_end - work.n_block_begin;
-    pipeline_k.consumer_wait(read_k);
-    pingpong.wait_turn();
-    pingpong.pass_turn();
-    release_kv(pipeline_k, storage.pipeline_k, read_k);
-    ++read_k;
-    if (!Traits::kOInQBuffer && blocks == 1) release_q(storage, round);
-    for (int blocks_left = blocks - 1; blocks_left > 0; --blocks_left) {
-      PipelineState read_v = previous(read_k);
-      pipeline_k.consumer_wait(read_k);
-      pipeline_v.consumer_wait(read_v);
-      pingpong.wait_turn();
-      pingpong.pass_turn();
-      release_kv(pipeline_k, storage.pipeline_k, read_k);
-      ++read_k;
-      if (!Traits::kOInQBuffer && blocks_left == 1) release_q(storage, round);
-      release_kv(pipeline_v, storage.pipeline_v, read_v);
-      after_block(n_block_begin + blocks_left);
-    }
-    PipelineState read_v = previous(read_k);
-    pipeline_v.consumer_wait(read_v);
-    pingpong.wait_turn();
-    pingpong.pass_turn();
-    release_kv(pipeline_v, storage.pipeline_v, read_v);
-    after_block(n_block_begin);
-  }
-
   // Run by every consumer thread (consumer_tid in [0, kConsumerThreads)) for each tile
   // with work (the CTA's tile in `round`, scheduler index `index`) over its K/V blocks [work.n_block_begin,
   // work.n_block_end). Leaves the unnormalized O in acc_o; the caller finalizes the softmax.
@@ -468,14 +434,6 @@ struct ForwardMainloop {
 
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
     if constexpr (kGeneralMask) {
-      // A warpgroup whose rows all lie past the sequence's (packed GQA's decode: a few
-      // rows of a 128-row tile) computes nothing: it only keeps the pipelines and the
-      // pingpong turns in step, so the other warpgroup has the tensor cores to itself.
-      int warpgroup_row = tile.m_block * Traits::kBlockM + consumer_tid / cutlass::NumThreadsPerWarpGroup * 64;
-      if (warpgroup_row >= work.mask.rows()) {
-        pass_blocks(storage, pipeline_k, pipeline_v, read_k, pingpong, work, round, after_block);
-        return 1.f;
-      }
       if (params.q_rows != nullptr) load_q_rows(params, storage, round, tile, work.mask.rows(), consumer_tid);
     }
 
