@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       unsigned index = next_index(round);
       if (index >= num_indices()) break;  // from the parameters each time: no register held
       // Split-KV's piece of the tile (the general loop; without a split, piece 0 of 1).
-      // Branch-free and cheap: the producer thread walks this in 24 registers.
+      // Branch-free and cheap: the producer thread walks this in 24-32 registers.
       [[maybe_unused]] int piece = 0;
       TileCoord tile;
       if constexpr (kGeneralLoop) {
