@@ -123,6 +123,13 @@ struct ForwardArgs {
   // (Decode with GQA also packs the query heads of each K/V head into one tile: with
   // seqlen_q = 1, no sinks and no Q block scales; automatic.)
   int64_t num_splits = 0;
+
+  // KV-cache rows (FlashAttention's cache_batch_idx): optional int32 (batch) on the device;
+  // sequence b reads K and V at batch index kv_batch_idx[b] of k and v, which then hold
+  // kv_batch sequences (dense K/V only; not with FP8 block scales). Indices outside
+  // [0, kv_batch) are the caller's contract: they read zeros, never outside the tensors.
+  const int* kv_batch_idx = nullptr;
+  int64_t kv_batch = 0;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

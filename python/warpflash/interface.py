@@ -195,7 +195,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """Attention of q over a KV cache, FlashAttention's call for decoding.
 
     q (batch, seqlen_q, heads_q, head_dim); k_cache, v_cache (batch, seqlen_cache,
-    heads_kv, head_dim / head_dim_v), the cache of each sequence; cache_seqlens, an int or
+    heads_kv, head_dim / head_dim_v), the cache of each sequence (or of batch_cache
+    sequences, sequence b at row cache_batch_idx[b], int32 (batch,)); cache_seqlens, an int or
     int32 (batch,) CUDA tensor, how many of its tokens are filled (None: all). With k and v
     (batch, seqlen_new, heads_kv, ...), the new tokens are written into the caches in place
     at cache_seqlens .. cache_seqlens + seqlen_new - 1 (the caller keeps those slots inside
@@ -209,16 +210,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     a K/V head share one tile, so the cache is read once per K/V head.
 
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and (out, lse) with
-    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)). Paged caches (page_table),
-    cache_batch_idx and cache_leftpad are not supported yet and raise ValueError.
+    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)); no gradient. Paged caches
+    (page_table) and cache_leftpad are not supported yet and raise ValueError.
     """
     _check_tensors(q=q, k_cache=k_cache, v_cache=v_cache)
-    for name, value in (("page_table", page_table), ("cache_batch_idx", cache_batch_idx),
-                        ("cache_leftpad", cache_leftpad)):
+    for name, value in (("page_table", page_table), ("cache_leftpad", cache_leftpad)):
         if value is not None:
             raise ValueError(f"warpflash: flash_attn_with_kvcache: {name} is not supported yet (pass None): the "
-                             "cache must be one dense (batch, seqlen_cache, heads_kv, head_dim) tensor per K and V, "
-                             "row b for sequence b, filled from position 0")
+                             "cache must be one dense (batch_cache, seqlen_cache, heads_kv, head_dim) tensor per K "
+                             "and V, filled from position 0")
     if (k is None) != (v is None):
         raise ValueError("warpflash: flash_attn_with_kvcache: k and v are given together (new tokens) or not at all")
     if (rotary_cos is None) != (rotary_sin is None):
@@ -227,9 +227,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         raise ValueError(f"warpflash: flash_attn_with_kvcache takes 4-D q, k_cache, v_cache, got shapes "
                          f"{tuple(q.shape)}, {tuple(k_cache.shape)}, {tuple(v_cache.shape)}")
     batch, seqlen_q = q.shape[0], q.shape[1]
-    if k_cache.shape[0] != batch or v_cache.shape[0] != batch:
+    if cache_batch_idx is not None:
+        _check_tensors(cache_batch_idx=cache_batch_idx)
+        if cache_batch_idx.shape != (batch,) or cache_batch_idx.dtype != torch.int32:
+            raise ValueError(f"warpflash: cache_batch_idx is {cache_batch_idx.dtype} of shape "
+                             f"{tuple(cache_batch_idx.shape)}; expected int32 ({batch},)")
+        if v_cache.shape[0] != k_cache.shape[0]:
+            raise ValueError(f"warpflash: k_cache and v_cache have batch {k_cache.shape[0]} and {v_cache.shape[0]}")
+    elif k_cache.shape[0] != batch or v_cache.shape[0] != batch:
         raise ValueError(f"warpflash: k_cache and v_cache have batch {k_cache.shape[0]} and {v_cache.shape[0]}; "
-                         f"q has {batch} (one cache row per sequence)")
+                         f"q has {batch} (one cache row per sequence, or cache_batch_idx)")
     if isinstance(cache_seqlens, int):
         cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=q.device)
     elif cache_seqlens is not None:
@@ -267,12 +274,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         seqused_k = cache_seqlens
         if k is not None:  # the new tokens into their slots, in place
             slots = cache_seqlens.long()[:, None] + torch.arange(seqlen_new, device=q.device)
-            rows = torch.arange(batch, device=q.device)[:, None].expand_as(slots)
+            rows = (cache_batch_idx.long() if cache_batch_idx is not None else
+                    torch.arange(batch, device=q.device))[:, None].expand_as(slots)
             k_cache[rows, slots] = k.to(k_cache.dtype)
             v_cache[rows, slots] = v.to(v_cache.dtype)
             seqused_k = (cache_seqlens + seqlen_new).to(torch.int32)
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
-    return _ops.forward(q, k_cache, v_cache, None, None, None, seqused_k, 0, 0, float(softmax_scale), bool(causal),
-                        left, right, 0, softcap, _sink(learnable_sink), bool(return_softmax_lse),
-                        num_splits=int(num_splits))
+    with torch.no_grad():  # as FlashAttention's: no gradient through the cache
+        return _ops.forward(q, k_cache, v_cache, None, None, None, seqused_k, 0, 0, float(softmax_scale),
+                            bool(causal), left, right, 0, softcap, _sink(learnable_sink), bool(return_softmax_lse),
+                            num_splits=int(num_splits), kv_batch_idx=cache_batch_idx)

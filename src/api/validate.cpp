@@ -134,6 +134,18 @@ Status validate_forward(const ForwardArgs& args) {
     return invalid(concat("softcap = ", args.softcap, " must be finite and >= 0 (0: no softcap)"));
   }
   if (!(status = check_range("num_splits", args.num_splits, 0, kernels::kMaxSplits)).ok()) return status;
+  if (args.kv_batch_idx != nullptr) {
+    if (args.cu_seqlens_k != nullptr) {
+      return Status::NotSupported("warpflash::forward: kv_batch_idx (cache rows per sequence) is not supported with "
+                                  "cu_seqlens_k: it picks rows of a dense (kv_batch, seqlen_k, heads_kv, head_dim) K/V");
+    }
+    if (args.k_block_scale != nullptr || args.v_block_scale != nullptr) {
+      return Status::NotSupported("warpflash::forward: kv_batch_idx is not supported with FP8 block scales of K or V");
+    }
+    if (!(status = check_range("kv_batch", args.kv_batch, 1, limits::kMaxBatch)).ok()) return status;
+  } else if (args.kv_batch != 0) {
+    return invalid(concat("kv_batch = ", args.kv_batch, " is set without kv_batch_idx (it counts the cache's rows)"));
+  }
   if (args.num_splits > 1 && !kernels::split_kv_allowed(args)) {
     return Status::NotSupported(concat("warpflash::forward: num_splits = ", args.num_splits,
                                        " is not supported with cu_seqlens_q, seqused_q, learnable_sink or FP8 "
@@ -162,6 +174,7 @@ Status validate_forward(const ForwardArgs& args) {
                                                             {"cu_seqlens_k", args.cu_seqlens_k},
                                                             {"seqused_q", args.seqused_q},
                                                             {"seqused_k", args.seqused_k},
+                                                            {"kv_batch_idx", args.kv_batch_idx},
                                                             {"learnable_sink", args.learnable_sink},
                                                             {"q_descale", args.q_descale},
                                                             {"k_descale", args.k_descale},
@@ -197,7 +210,8 @@ Status validate_forward(const ForwardArgs& args) {
   // A packed side is one batch of total rows (its views' batch_stride is unused).
   bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
   int64_t batch_q = packed_q ? 1 : s.batch, rows_q = packed_q ? args.total_q : s.seqlen_q;
-  int64_t batch_k = packed_k ? 1 : s.batch, rows_k = packed_k ? args.total_k : s.seqlen_k;
+  int64_t batch_k = packed_k ? 1 : args.kv_batch_idx != nullptr ? args.kv_batch : s.batch;
+  int64_t rows_k = packed_k ? args.total_k : s.seqlen_k;
   if (rows_q == 0) return Status::Ok();  // no query rows: nothing is read or written
   bool keys_empty = rows_k == 0 || s.seqlen_k == 0;
   if (!(status = check_tensor("q", args.q, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;

@@ -232,6 +232,22 @@ TEST(Validation, NumSplits) {
   expect_error(args, StatusCode::kNotSupported, {"num_splits = 4", "seqused_q"});
 }
 
+TEST(Validation, KvBatchIdx) {
+  ForwardArgs args = valid_args();
+  int rows[2] = {3, 0};
+  args.kv_batch_idx = rows;
+  expect_error(args, StatusCode::kInvalidArgument, {"kv_batch = 0"});
+  args.kv_batch = 5;  // k and v of valid_args() describe 5 sequences as well as 2 (same strides)
+  EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+  int cu[3] = {0, 60, 120};
+  args.cu_seqlens_k = cu;
+  args.total_k = 120;
+  expect_error(args, StatusCode::kNotSupported, {"kv_batch_idx", "cu_seqlens_k"});
+  args = valid_args();
+  args.kv_batch = 4;
+  expect_error(args, StatusCode::kInvalidArgument, {"kv_batch = 4", "without kv_batch_idx"});
+}
+
 TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
   int devices = 0, major = 0, minor = 0;

@@ -98,6 +98,36 @@ def test_append_with_rotary_in_place(interleaved, causal, seqlen_new):
     check_close(out, ref, low, "out")
 
 
+@pytest.mark.parametrize("num_splits", [0, 1])
+def test_cache_batch_idx_picks_the_rows_and_appends_there(num_splits):
+    """Sequence b reads and appends at cache row cache_batch_idx[b] of a cache with more rows."""
+    skip_unless_compiled(128, torch.bfloat16)
+    dtype, d, hq, hkv, s_cache = torch.bfloat16, 128, 8, 2, 1000
+    torch.manual_seed(11)
+    q = torch.randn(3, 1, hq, d, device="cuda", dtype=dtype)
+    k_new = torch.randn(3, 1, hkv, d, device="cuda", dtype=dtype)
+    v_new = torch.randn(3, 1, hkv, d, device="cuda", dtype=dtype)
+    k_cache = torch.randn(5, s_cache, hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(5, s_cache, hkv, d, device="cuda", dtype=dtype)
+    rows = [4, 0, 2]
+    cache_batch_idx = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    lengths = [999, 0, 300]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    k_expected, v_expected = k_cache.clone(), v_cache.clone()
+    for b, (row, n) in enumerate(zip(rows, lengths)):
+        k_expected[row, n] = k_new[b, 0]
+        v_expected[row, n] = v_new[b, 0]
+    out, lse = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, cache_seqlens=cache_seqlens,
+                                       cache_batch_idx=cache_batch_idx, causal=True, num_splits=num_splits,
+                                       return_softmax_lse=True)
+    assert torch.equal(k_cache, k_expected) and torch.equal(v_cache, v_expected), "appended at the wrong rows"
+    used = [n + 1 for n in lengths]
+    ref, lse_ref = reference_over_cache(q, k_expected[rows], v_expected[rows], used, d ** -0.5, True)
+    low, _ = reference_over_cache(q, k_expected[rows], v_expected[rows], used, d ** -0.5, True, dtype=dtype)
+    check_close(out, ref, low, "out")
+    assert torch.allclose(lse.double(), lse_ref, atol=1e-3, rtol=1e-3)
+
+
 def test_rotary_matches_the_pairs_definition():
     x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
     angles = torch.rand(10, 2, dtype=torch.float64)
@@ -150,7 +180,7 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="page_table"):
         flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="cache_batch_idx"):
-        flash_attn_with_kvcache(q, cache, cache, cache_batch_idx=torch.zeros(2, dtype=torch.int32, device="cuda"))
+        flash_attn_with_kvcache(q, cache, cache, cache_batch_idx=torch.zeros(2, dtype=torch.int64, device="cuda"))
     with pytest.raises(ValueError, match="cache_seqlens"):
         flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.zeros(3, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="k and v"):

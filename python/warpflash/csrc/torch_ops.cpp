@@ -50,7 +50,10 @@ std::string python_shape(const at::Tensor& t) {
 
 // What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
 // rank: 4 for (batch, seqlen, heads, head_dim), 3 for packed varlen (total, heads, head_dim).
-void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t rank) {
+// k_batch_of_its_own: a KV cache indexed per sequence (kv_batch_idx) may hold more or fewer
+// sequences than q.
+void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t rank,
+                   bool k_batch_of_its_own = false) {
   const std::pair<const char*, const at::Tensor*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}};
   const char* layout = rank == 4 ? "4-D (batch, seqlen, heads, head_dim)" : "3-D (total_tokens, heads, head_dim)";
   for (const auto& [name, t] : tensors) {
@@ -72,8 +75,8 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   TORCH_CHECK_VALUE(kv_agree, "warpflash: k and v must have the same shape but for the last dimension (head_dim_v), got ",
                     python_shape(k), " and ", python_shape(v));
   if (rank == 4) {
-    TORCH_CHECK_VALUE(q.size(0) == k.size(0) && q.size(3) == k.size(3), "warpflash: q ", python_shape(q), " and k ",
-                      python_shape(k), " must agree in batch and head_dim");
+    TORCH_CHECK_VALUE((k_batch_of_its_own || q.size(0) == k.size(0)) && q.size(3) == k.size(3), "warpflash: q ",
+                      python_shape(q), " and k ", python_shape(k), " must agree in batch and head_dim");
   } else {
     TORCH_CHECK_VALUE(q.size(2) == k.size(2), "warpflash: q ", python_shape(q), " and k ", python_shape(k),
                       " must agree in head_dim");
@@ -180,7 +183,17 @@ struct ForwardOptions {
   int64_t window_left, window_right, attention_chunk;
   double softcap;
   int64_t num_splits = 0;  // the forward's split-KV (0: chosen)
+  bool k_batch_of_its_own = false;  // with kv_batch_idx
 };
+
+// KV-cache rows per sequence (flash_attn_with_kvcache's cache_batch_idx): int32 (batch,) on
+// q's device; k and v then hold their own number of sequences.
+void set_kv_batch_idx(warpflash::ForwardArgs& args, const c10::optional<at::Tensor>& kv_batch_idx,
+                      const at::Tensor& q, const at::Tensor& k) {
+  if (!kv_batch_idx.has_value()) return;
+  args.kv_batch_idx = int_vector(kv_batch_idx, "cache_batch_idx", args.shape.batch, q);
+  args.kv_batch = k.size(0);
+}
 
 // The problem of q, k, v and the options, as the C++ API describes it (o and lse unset).
 // `sink` keeps the fp32 copy of learnable_sink that args points to. Dense: q (batch,
@@ -196,7 +209,7 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
   bool packed = cu_seqlens_q.has_value();
   TORCH_CHECK_VALUE(packed == cu_seqlens_k.has_value(),
                     "warpflash: cu_seqlens_q and cu_seqlens_k are given together (varlen) or not at all");
-  check_tensors(q, k, v, packed ? 3 : 4);
+  check_tensors(q, k, v, packed ? 3 : 4, options.k_batch_of_its_own);
   int64_t batch = packed ? cu_seqlens_q->numel() - 1 : q.size(0);
   TORCH_CHECK_VALUE(!packed || (cu_seqlens_q->dim() == 1 && batch >= 0), "warpflash: cu_seqlens_q has shape ",
                     python_shape(*cu_seqlens_q), "; expected (batch + 1,)");
@@ -249,11 +262,13 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                                                const c10::optional<at::Tensor>& learnable_sink, bool with_lse,
                                                const c10::optional<at::Tensor>& q_descale,
                                                const c10::optional<at::Tensor>& k_descale,
-                                               const c10::optional<at::Tensor>& v_descale) {
+                                               const c10::optional<at::Tensor>& v_descale,
+                                               const c10::optional<at::Tensor>& kv_batch_idx) {
   at::Tensor sink, scales_kept[3];
   warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                              max_seqlen_k, options, learnable_sink, sink);
   set_fp8_scales(args, q, q_descale, k_descale, v_descale, scales_kept);
+  set_kv_batch_idx(args, kv_batch_idx, q, k);
   c10::cuda::CUDAGuard device_guard(q.device());
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   bool packed = cu_seqlens_q.has_value();
@@ -293,10 +308,12 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               bool /*deterministic: the backward's*/,
                                               const c10::optional<at::Tensor>& q_descale,
                                               const c10::optional<at::Tensor>& k_descale,
-                                              const c10::optional<at::Tensor>& v_descale, int64_t num_splits) {
+                                              const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
+                                              const c10::optional<at::Tensor>& kv_batch_idx) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                     {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits},
-                     learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale);
+                     {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
+                      kv_batch_idx.has_value()},
+                     learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale, kv_batch_idx);
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
@@ -308,10 +325,12 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
                                int64_t window_left, int64_t window_right, int64_t attention_chunk, double softcap,
                                const c10::optional<at::Tensor>& learnable_sink, bool return_lse,
                                const c10::optional<at::Tensor>& q_descale, const c10::optional<at::Tensor>& k_descale,
-                               const c10::optional<at::Tensor>& v_descale, int64_t num_splits) {
+                               const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
+                               const c10::optional<at::Tensor>& kv_batch_idx) {
   auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
-                                {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits},
-                                learnable_sink, return_lse, q_descale, k_descale, v_descale);
+                                {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
+                                 kv_batch_idx.has_value()},
+                                learnable_sink, return_lse, q_descale, k_descale, v_descale, kv_batch_idx);
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
 }
@@ -400,8 +419,8 @@ TORCH_LIBRARY(warpflash, m) {
       "forward(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, Tensor? seqused_q, "
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
       "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False, "
-      "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, int num_splits=0) -> "
-      "(Tensor out, Tensor lse)");
+      "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, int num_splits=0, "
+      "Tensor? kv_batch_idx=None) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "

@@ -82,7 +82,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   // Packed (varlen) sides are one batch of total rows: (total, head_dim, heads, 1).
   bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
   int64_t rows_q = packed_q ? args.total_q : shape.seqlen_q, batch_q = packed_q ? 1 : shape.batch;
-  int64_t rows_k = packed_k ? args.total_k : shape.seqlen_k, batch_k = packed_k ? 1 : shape.batch;
+  int64_t rows_k = packed_k ? args.total_k : shape.seqlen_k;
+  int64_t batch_k = packed_k ? 1 : args.kv_batch_idx != nullptr ? args.kv_batch : shape.batch;
   auto gQ = make_gmem_tensor<HeadDim, Input>(args.q, rows_q, shape.heads_q, batch_q);
   // TMA tensor maps need a valid address and every dimension >= 1. Without keys no K/V
   // load is ever issued (every tile's block range is empty), so the K/V maps may
@@ -147,6 +148,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       0,
       0,
       0,
+      nullptr,  // kv_batch_idx, below
   };
 
   if constexpr (Traits::kTmaStoreO) {
@@ -177,6 +179,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
     }
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
+  params.kv_batch_idx = args.kv_batch_idx;
   params.q_rows = static_cast<Input*>(plan.q_rows.data);
   params.q_batch_stride = plan.q_rows.batch_stride;
   params.q_seqlen_stride = plan.q_rows.seqlen_stride;

@@ -143,7 +143,8 @@ struct ForwardMainloop {
     int kv_head = tile.head / params.heads_per_kv_head;
     // Packed (varlen) sequences start at their offset in batch 0's token dimension. Rows
     // past a sequence's end belong to the next one: masked as keys, never stored as queries.
-    int batch_q = params.seq_q.batch_coord(tile.batch), batch_k = params.seq_k.batch_coord(tile.batch);
+    int batch_q = params.seq_q.batch_coord(tile.batch);
+    int batch_k = params.kv_batch_idx != nullptr ? params.kv_batch_idx[tile.batch] : params.seq_k.batch_coord(tile.batch);
     Tensor mQ = domain_offset(make_coord(work.offset_q, _0{}),
                               params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, batch_q));
     Tensor mK = domain_offset(make_coord(work.offset_k, _0{}),

@@ -266,6 +266,8 @@ struct ForwardTraits {
     int64_t q_head_stride;
     int64_t o_group_stride;
     int64_t lse_group_stride;
+    // Dense K/V only: sequence b's K/V rows at batch index kv_batch_idx[b] (null: b).
+    int const* kv_batch_idx;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
