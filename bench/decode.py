@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """KV-cache attention (serving) side by side with the peers, in one run: decode with one
 query token per sequence, speculative decoding (4 tokens) and chunked prefill, over full
-caches (cache_seqlens = the cache length), GQA 32/8, head dim 128, BF16.
+caches (cache_seqlens = the cache length), BF16: GQA 32/8 at head dim 128, and MQA 64/1,
+head dims 64 and 256.
 
 Peers, each used where installed and named as skipped where not: FlashAttention-3's
 flash_attn_with_kvcache (PyPI fa3-fwd; its own choice of splits and GQA packing), cuDNN
@@ -23,16 +24,18 @@ import torch
 
 from bench_common import median, time_ms
 
-HEADS_Q, HEADS_KV, HEAD_DIM = 32, 8, 128
-
-# (label, batch, query tokens, cache length, causal)
+# (label, batch, query tokens, cache length, causal, heads_q, heads_kv, head_dim): issue 17's
+# shapes (GQA 32/8, d 128), then its bar's MQA and head-dim variants.
 SHAPES = [
-    ("decode q=1, batch 32, kv 8k", 32, 1, 8192, True),
-    ("decode q=1, batch 8, kv 32k", 8, 1, 32768, True),
-    ("decode q=1, batch 1, kv 128k", 1, 1, 131072, True),
-    ("decode q=1, batch 64, kv 2k", 64, 1, 2048, True),
-    ("q=4 (speculative), batch 32, kv 8k", 32, 4, 8192, True),
-    ("chunked prefill q 512, kv 16k, batch 4", 4, 512, 16384, True),
+    ("decode q=1, batch 32, kv 8k", 32, 1, 8192, True, 32, 8, 128),
+    ("decode q=1, batch 8, kv 32k", 8, 1, 32768, True, 32, 8, 128),
+    ("decode q=1, batch 1, kv 128k", 1, 1, 131072, True, 32, 8, 128),
+    ("decode q=1, batch 64, kv 2k", 64, 1, 2048, True, 32, 8, 128),
+    ("q=4 (speculative), batch 32, kv 8k", 32, 4, 8192, True, 32, 8, 128),
+    ("chunked prefill q 512, kv 16k, batch 4", 4, 512, 16384, True, 32, 8, 128),
+    ("decode q=1, MQA 64/1, batch 64, kv 4k", 64, 1, 4096, True, 64, 1, 128),
+    ("decode q=1, d 64, batch 32, kv 8k", 32, 1, 8192, True, 32, 8, 64),
+    ("decode q=1, d 256, batch 32, kv 8k", 32, 1, 8192, True, 32, 8, 256),
 ]
 
 
@@ -65,13 +68,13 @@ def main():
     found, missing = peers()
     for name, why in missing.items():
         print(f"# {name}: skipped: {why}")
-    print(f"# {torch.cuda.get_device_name()}, GQA {HEADS_Q}/{HEADS_KV}, d {HEAD_DIM}, bfloat16, full caches; "
+    print(f"# {torch.cuda.get_device_name()}, bfloat16, full caches; "
           f"median of {args.repeats} repeats of the median of {args.iters} launches (CUDA events)")
     rows = []
-    for label, batch, seqlen_q, seqlen_k, causal in SHAPES:
+    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in SHAPES:
         torch.manual_seed(0)
-        q = torch.randn(batch, seqlen_q, HEADS_Q, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
-        k_cache = torch.randn(batch, seqlen_k, HEADS_KV, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
+        k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
         v_cache = torch.randn_like(k_cache)
         cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
         impls = {"warpflash": lambda: flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
@@ -110,7 +113,7 @@ def main():
         for _ in range(args.repeats):
             for name, fn in impls.items():
                 times[name].append(time_ms(torch, fn, args.warmup, args.iters))
-        kv_bytes = 2 * batch * seqlen_k * HEADS_KV * HEAD_DIM * 2
+        kv_bytes = 2 * batch * seqlen_k * heads_kv * head_dim * 2
         best_peer = min((median(t) for name, t in times.items() if name != "warpflash"), default=None)
         cells = []
         for name, t in times.items():
