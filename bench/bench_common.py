@@ -143,3 +143,21 @@ def collect_rows(rows, out, columns, to_csv):
 
 
 dtype_list = name_list(DTYPE_NAMES, "dtype")
+
+
+def flash_attention_peers():
+    """The FlashAttention peers that import: ({"fa3": fa3-fwd's interface module, "fa4":
+    flash-attn-4's cute interface}, {name: why it is missing})."""
+    found, missing = {}, {}
+    try:
+        import fa3_fwd._C  # noqa: F401  (registers its operators)
+        import fa3_fwd_interface
+        found["fa3"] = fa3_fwd_interface
+    except Exception as error:  # noqa: BLE001
+        missing["fa3"] = f"fa3-fwd not importable ({type(error).__name__}: {error})"
+    try:
+        from flash_attn.cute import interface as fa4
+        found["fa4"] = fa4
+    except Exception as error:  # noqa: BLE001
+        missing["fa4"] = f"flash-attn-4 not importable ({type(error).__name__}: {error})"
+    return found, missing

@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from bench_common import median, time_ms
+from bench_common import flash_attention_peers, median, time_ms
 
 # (label, batch, query tokens, cache length, causal, heads_q, heads_kv, head_dim): issue 17's
 # shapes (GQA 32/8, d 128), then its bar's MQA and head-dim variants.
@@ -39,22 +39,6 @@ SHAPES = [
 ]
 
 
-def peers():
-    found, missing = {}, {}
-    try:
-        import fa3_fwd._C  # noqa: F401  (registers its operators)
-        import fa3_fwd_interface
-        found["fa3"] = fa3_fwd_interface
-    except Exception as error:  # noqa: BLE001
-        missing["fa3"] = f"fa3-fwd not importable ({type(error).__name__}: {error})"
-    try:
-        from flash_attn.cute import interface as fa4
-        found["fa4"] = fa4
-    except Exception as error:  # noqa: BLE001
-        missing["fa4"] = f"flash-attn-4 not importable ({type(error).__name__}: {error})"
-    return found, missing
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--csv", help="write the rows here")
@@ -65,7 +49,7 @@ def main():
 
     from warpflash import flash_attn_with_kvcache
 
-    found, missing = peers()
+    found, missing = flash_attention_peers()
     for name, why in missing.items():
         print(f"# {name}: skipped: {why}")
     print(f"# {torch.cuda.get_device_name()}, bfloat16, full caches; "

@@ -24,26 +24,10 @@ import sys
 
 import torch
 
-from bench_common import median, time_ms
+from bench_common import flash_attention_peers, median, time_ms
 
 HIDDEN = 2048
 TOKENS = 16384
-
-
-def peers():
-    found, missing = {}, {}
-    try:
-        import fa3_fwd._C  # noqa: F401  (registers its operators)
-        import fa3_fwd_interface
-        found["fa3"] = fa3_fwd_interface
-    except Exception as error:  # noqa: BLE001
-        missing["fa3"] = f"fa3-fwd not importable ({type(error).__name__}: {error})"
-    try:
-        from flash_attn.cute import interface as fa4
-        found["fa4"] = fa4
-    except Exception as error:  # noqa: BLE001
-        missing["fa4"] = f"flash-attn-4 not importable ({type(error).__name__}: {error})"
-    return found, missing
 
 
 def visible_scores(lengths, causal, window_left=-1):
@@ -70,7 +54,7 @@ def random_lengths(seed, tokens=TOKENS, low=128, high=8192):
 def run(args):
     import warpflash
 
-    found, missing = peers()
+    found, missing = flash_attention_peers()
     for name, why in missing.items():
         print(f"# {name}: skipped: {why}")
     rows = []

@@ -112,20 +112,19 @@ ForwardLaunch plan_forward(const ForwardArgs& args, bool with_workspace) {
   if (args.num_splits > 1) {
     launch.plan.splits = static_cast<int>(args.num_splits);
   } else if (args.num_splits == 0 && with_workspace && kernels::split_kv_allowed(args)) {
-    const AttentionShape& shape = launch.args.shape;
-    kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, launch.plan);
-    int64_t tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
-    int64_t n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
+    // The split the tiles of `plan`'s kernel variant call for.
+    auto splits_for = [&](kernels::ForwardPlan const& plan) {
+      const AttentionShape& shape = launch.args.shape;
+      kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, plan);
+      int64_t tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
+      int64_t n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
+      return kernels::choose_splits(tiles, n_blocks, current_sm_count());
+    };
     kernels::ForwardPlan split = launch.plan;
-    split.splits = kernels::choose_splits(tiles, n_blocks, current_sm_count());
+    split.splits = splits_for(split);
     // A split runs another variant where the plain problem would run a clustered one:
     // its tiles decide the split.
-    if (split.splits > 1) {
-      config = forward_tile_config_of(launch.args, split);
-      tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
-      n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
-      split.splits = kernels::choose_splits(tiles, n_blocks, current_sm_count());
-    }
+    if (split.splits > 1) split.splits = splits_for(split);
     launch.plan = split;
   }
   return launch;
