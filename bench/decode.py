@@ -2,7 +2,8 @@
 """KV-cache attention (serving) side by side with the peers, in one run: decode with one
 query token per sequence, speculative decoding (4 tokens) and chunked prefill, over full
 caches (cache_seqlens = the cache length), BF16: GQA 32/8 at head dim 128, and MQA 64/1,
-head dims 64 and 256.
+head dims 64 and 256; then paged caches (random page tables, page sizes 1 to 256) of
+two of those shapes against the same cache contiguous and FA3's paged call.
 
 Peers, each used where installed and named as skipped where not: FlashAttention-3's
 flash_attn_with_kvcache (PyPI fa3-fwd; its own choice of splits and GQA packing), cuDNN
@@ -37,6 +38,60 @@ SHAPES = [
     ("decode q=1, d 64, batch 32, kv 8k", 32, 1, 8192, True, 32, 8, 64),
     ("decode q=1, d 256, batch 32, kv 8k", 32, 1, 8192, True, 32, 8, 256),
 ]
+
+
+# Paged: the shapes with page sizes of vLLM (16), SGLang/FlashInfer (1, 64) and large pages.
+PAGED_SHAPES = [SHAPES[0], SHAPES[5]]
+PAGE_SIZES = [1, 16, 64, 256]
+
+
+def paged(cache, page_size):
+    """The cache (batch, seqlen, heads, d) as pages (num_pages, page_size, heads, d) in a
+    random order (the same for every cache of that shape: K's table serves V), and its page
+    table int32 (batch, max_pages)."""
+    batch, seqlen = cache.shape[:2]
+    max_pages = -(-seqlen // page_size)
+    order = torch.randperm(batch * max_pages, generator=torch.Generator().manual_seed(0)).to(cache.device)
+    padded = torch.zeros(batch, max_pages * page_size, *cache.shape[2:], dtype=cache.dtype, device=cache.device)
+    padded[:, :seqlen] = cache
+    pages = torch.empty(batch * max_pages, page_size, *cache.shape[2:], dtype=cache.dtype, device=cache.device)
+    pages[order] = padded.view(batch * max_pages, page_size, *cache.shape[2:])
+    return pages, order.view(batch, max_pages).to(torch.int32)
+
+
+def measure(label, impls, kv_bytes, args, rows):
+    """Times impls (name -> call) interleaved, after checking each against the first."""
+    # Every implementation's output against warpflash's once (and a first call: FA4 compiles).
+    first = next(iter(impls))
+    reference = impls[first]()
+    for name in list(impls):
+        try:
+            out = impls[name]()
+            out = out[0] if isinstance(out, tuple) else out
+            if name == "cudnn":
+                out = out.transpose(1, 2)
+            error = (out.float() - reference.float()).abs().max().item()
+            if error > 2e-2:
+                print(f"# {label}: {name} differs from {first} by {error:.3g}; dropped")
+                del impls[name]
+        except Exception as error:  # noqa: BLE001
+            print(f"# {label}: {name} failed ({type(error).__name__}: {str(error)[:200]}); dropped")
+            del impls[name]
+    times = {name: [] for name in impls}
+    for _ in range(args.repeats):
+        for name, fn in impls.items():
+            times[name].append(time_ms(torch, fn, args.warmup, args.iters))
+    best_peer = min((median(t) for name, t in times.items() if not name.startswith("warpflash")), default=None)
+    cells = []
+    for name, t in times.items():
+        us = median(t) * 1e3
+        rows.append({"shape": label, "impl": name, "us": f"{us:.1f}", "kv_TB_per_s": f"{kv_bytes / us / 1e6:.2f}",
+                     "us_repeats": " ".join(f"{x * 1e3:.1f}" for x in t)})
+        cells.append(f"{name} {us:7.1f} us ({kv_bytes / us / 1e6:.2f} TB/s)")
+    ratio = f"  warpflash / fastest peer time: {median(times[first]) / best_peer:.2f}" if best_peer else ""
+    if "warpflash-contiguous" in times:
+        ratio += f"  paged / contiguous: {median(times[first]) / median(times['warpflash-contiguous']):.2f}"
+    print(f"{label:42s} " + " | ".join(cells) + ratio)
 
 
 def main():
@@ -78,35 +133,27 @@ def main():
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     return torch.nn.functional.scaled_dot_product_attention(q_t, k_t, v_t, enable_gqa=True)
             impls["cudnn"] = cudnn
-        # Every implementation's output against warpflash's once (and a first call: FA4 compiles).
-        reference = impls["warpflash"]()
-        for name in list(impls):
-            try:
-                out = impls[name]()
-                out = out[0] if isinstance(out, tuple) else out
-                if name == "cudnn":
-                    out = out.transpose(1, 2)
-                error = (out.float() - reference.float()).abs().max().item()
-                if error > 2e-2:
-                    print(f"# {label}: {name} differs from warpflash by {error:.3g}; dropped")
-                    del impls[name]
-            except Exception as error:  # noqa: BLE001
-                print(f"# {label}: {name} failed ({type(error).__name__}: {str(error)[:200]}); dropped")
-                del impls[name]
-        times = {name: [] for name in impls}
-        for _ in range(args.repeats):
-            for name, fn in impls.items():
-                times[name].append(time_ms(torch, fn, args.warmup, args.iters))
-        kv_bytes = 2 * batch * seqlen_k * heads_kv * head_dim * 2
-        best_peer = min((median(t) for name, t in times.items() if name != "warpflash"), default=None)
-        cells = []
-        for name, t in times.items():
-            us = median(t) * 1e3
-            rows.append({"shape": label, "impl": name, "us": f"{us:.1f}", "kv_TB_per_s": f"{kv_bytes / us / 1e6:.2f}",
-                         "us_repeats": " ".join(f"{x * 1e3:.1f}" for x in t)})
-            cells.append(f"{name} {us:7.1f} us ({kv_bytes / us / 1e6:.2f} TB/s)")
-        ratio = f"  warpflash / fastest peer time: {median(times['warpflash']) / best_peer:.2f}" if best_peer else ""
-        print(f"{label:42s} " + " | ".join(cells) + ratio)
+        measure(label, impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+    # Paged caches (random page tables) against the same cache contiguous, and FA3's paged call.
+    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in PAGED_SHAPES:
+        for page_size in PAGE_SIZES:
+            torch.manual_seed(0)
+            q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
+            k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
+            v_cache = torch.randn_like(k_cache)
+            k_pages, table = paged(k_cache, page_size)
+            v_pages, _ = paged(v_cache, page_size)
+            cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+            impls = {
+                "warpflash": lambda: flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens,
+                                                             page_table=table, causal=causal),
+                "warpflash-contiguous": lambda: flash_attn_with_kvcache(q, k_cache, v_cache,
+                                                                        cache_seqlens=cache_seqlens, causal=causal)}
+            if "fa3" in found:
+                fa3 = found["fa3"]
+                impls["fa3"] = lambda: fa3.flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens,
+                                                                   page_table=table, causal=causal)
+            measure(f"{label}, paged {page_size}", impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

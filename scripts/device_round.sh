@@ -23,7 +23,8 @@
 #               accuracy study (bench/fp8_accuracy_gpu.py) and the FP8 benchmark
 #               (bench/fp8.py; FP8_BENCH_ARGS) against FA3's and cuDNN's FP8 where installed.
 #   decode      (only when named in ROUND_STEPS) serving: the forward's GPU tests of decode,
-#               packed GQA and split-KV cases (Features/*decode*, *split*, *speculative*),
+#               packed GQA, split-KV and paged cases (Features/*decode*, *split*,
+#               *speculative*, *paged*),
 #               memcheck and racecheck on a few, the package and pytest test_kvcache.py,
 #               and the KV-cache benchmark (bench/decode.py) against FA3, FA4 and cuDNN
 #               where installed.
@@ -91,9 +92,10 @@ if has profile; then
 fi
 if has decode; then
   timeout 300 "$build/tests/warpflash_gpu_tests" --gtest_brief=1 \
-    --gtest_filter='Features/*decode*:Features/*split*:Features/*speculative*' > "$results/decode-tests.log" 2>&1
+    --gtest_filter='Features/*decode*:Features/*split*:Features/*speculative*:Features/*paged*' \
+    > "$results/decode-tests.log" 2>&1
   echo "decode GPU tests rc=$?"; tail -n 4 "$results/decode-tests.log"
-  sanitize decode 'Features/*bf16_d128_decode_gqa_split:Features/*bf16_d64_prefill_causal_three_splits:Features/*fp16_d256_decode_gqa3_seqused_causal'
+  sanitize decode 'Features/*bf16_d128_decode_gqa_split:Features/*bf16_d64_prefill_causal_three_splits:Features/*fp16_d256_decode_gqa3_seqused_causal:Features/*bf16_d128_paged16_decode_seqused:Features/*bf16_d64_paged1_q3_causal_split:Features/*bf16_d256_paged256_mqa'
   if python3 -c "import torch" 2>/dev/null; then
     install_package
     (cd tests/python && timeout 300 python3 -m pytest -q -ra test_kvcache.py > "$results/pytest-kvcache.log" 2>&1)

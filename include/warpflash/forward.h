@@ -130,6 +130,21 @@ struct ForwardArgs {
   // [0, kv_batch) are the caller's contract: they read zeros, never outside the tensors.
   const int* kv_batch_idx = nullptr;
   int64_t kv_batch = 0;
+
+  // Paged KV cache (FlashAttention's page_table, vLLM's block table): K and V hold
+  // num_pages pages of page_size rows, their views (num_pages, page_size, heads_kv,
+  // head_dim) (batch_stride: one page, seqlen_stride: one row); key j of sequence b is
+  // row j % page_size of page page_table[b * page_table_batch_stride + j / page_size].
+  // page_table: int32 on the device, max_pages entries per sequence; shape.seqlen_k is
+  // at most max_pages * page_size and seqused_k (else seqlen_k) counts each sequence's
+  // keys. Any page size works; multiples of 8 load fastest (a TMA box per run of pages'
+  // rows). Not with cu_seqlens_k, kv_batch_idx or FP8. Page ids outside [0, num_pages)
+  // are the caller's contract: their keys read as zeros, never outside k and v.
+  const int* page_table = nullptr;
+  int64_t page_table_batch_stride = 0;
+  int64_t max_pages = 0;
+  int64_t num_pages = 0;
+  int64_t page_size = 0;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

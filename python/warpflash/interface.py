@@ -90,7 +90,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
                            causal=False, window_size=(-1, -1), softcap=0.0, *, seqused_q=None, seqused_k=None,
                            attention_chunk=0, learnable_sink=None, return_lse=False, deterministic=False,
-                           q_descale=None, k_descale=None, v_descale=None):
+                           q_descale=None, k_descale=None, v_descale=None, block_table=None):
     """Attention over a batch of variable-length sequences packed one after the other
     (FlashAttention's varlen layout).
 
@@ -106,6 +106,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
     FP8 inputs and their descales (batch, heads_kv) as flash_attn_func.
 
+    Paged keys (FlashAttention-2's block_table, int32 (batch, max_pages); chunked prefill
+    over a paged KV cache): k, v are (num_pages, page_size, heads_kv, head_dim), sequence
+    b's key t in row t % page_size of page block_table[b, t // page_size], its length
+    cu_seqlens_k[b + 1] - cu_seqlens_k[b] (or seqused_k[b]). No gradient.
+
     Returns out (total_q, heads_q, head_dim_v), and with return_lse=True also the fp32
     log-sum-exp (heads_q, total_q).
     """
@@ -117,6 +122,16 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     descales = _descales(q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+    if block_table is not None:
+        _check_tensors(block_table=block_table)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+            raise ValueError("warpflash: flash_attn_varlen_func with block_table (a paged KV cache) has no gradient; "
+                             "call it under torch.no_grad() or with tensors that do not require grad")
+        if seqused_k is None:  # the key lengths; the pages hold the keys
+            seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)
+        return _ops.forward(q, k, v, cu_seqlens_q, None, seqused_q, seqused_k, int(max_seqlen_q), 0,
+                            float(softmax_scale), bool(causal), left, right, chunk, softcap, _sink(learnable_sink),
+                            bool(return_lse), bool(deterministic), descales, page_table=block_table)
     return _ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, int(max_seqlen_q),
                         int(max_seqlen_k), float(softmax_scale), bool(causal), left, right, chunk, softcap,
                         _sink(learnable_sink), bool(return_lse), bool(deterministic), descales)
@@ -196,29 +211,30 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
     q (batch, seqlen_q, heads_q, head_dim); k_cache, v_cache (batch, seqlen_cache,
     heads_kv, head_dim / head_dim_v), the cache of each sequence (or of batch_cache
-    sequences, sequence b at row cache_batch_idx[b], int32 (batch,)); cache_seqlens, an int or
-    int32 (batch,) CUDA tensor, how many of its tokens are filled (None: all). With k and v
+    sequences, sequence b at row cache_batch_idx[b], int32 (batch,)); or paged, with
+    page_table int32 (batch, max_pages): k_cache, v_cache (num_pages, page_size, heads_kv,
+    ...), sequence b's token t in row t % page_size of page page_table[b, t // page_size]
+    (any page size; powers of two from 16 load fastest). cache_seqlens, an int or int32
+    (batch,) CUDA tensor, how many of its tokens are filled (None: all). With k and v
     (batch, seqlen_new, heads_kv, ...), the new tokens are written into the caches in place
     at cache_seqlens .. cache_seqlens + seqlen_new - 1 (the caller keeps those slots inside
-    the cache) and attended in the same call. With rotary_cos and rotary_sin
-    (max_position, rotary_dim / 2), k is rotated at those positions before it is written,
-    and q at the same positions when causal or windowed, else all of q at position
-    cache_seqlens (rotary_interleaved: GPT-J pairs, else GPT-NeoX halves). causal aligns
-    each query to the end of its sequence's keys; window_size, softcap, learnable_sink as
-    flash_attn_func. num_splits divides each (sequence, head)'s keys among CTAs (0: chosen
-    for the problem; 1: never). With one query per sequence and GQA, the query heads of
-    a K/V head share one tile, so the cache is read once per K/V head.
+    the cache and its pages) and attended in the same call. With rotary_cos and rotary_sin
+    (max_position, rotary_dim / 2), k is rotated at those positions (cache slots) before it
+    is written, and q at the same positions when causal or windowed, else all of q at
+    position cache_seqlens (rotary_interleaved: GPT-J pairs, else GPT-NeoX halves). causal
+    aligns each query to the end of its sequence's keys; window_size, softcap,
+    learnable_sink as flash_attn_func. num_splits divides each (sequence, head)'s keys
+    among CTAs (0: chosen for the problem; 1: never). With GQA the query heads of a K/V
+    head share one tile, so the cache is read once per K/V head.
 
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and (out, lse) with
-    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)); no gradient. Paged caches
-    (page_table) and cache_leftpad are not supported yet and raise ValueError.
+    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)); no gradient. cache_leftpad is
+    not supported yet and raises ValueError.
     """
     _check_tensors(q=q, k_cache=k_cache, v_cache=v_cache)
-    for name, value in (("page_table", page_table), ("cache_leftpad", cache_leftpad)):
-        if value is not None:
-            raise ValueError(f"warpflash: flash_attn_with_kvcache: {name} is not supported yet (pass None): the "
-                             "cache must be one dense (batch_cache, seqlen_cache, heads_kv, head_dim) tensor per K "
-                             "and V, filled from position 0")
+    if cache_leftpad is not None:
+        raise ValueError("warpflash: flash_attn_with_kvcache: cache_leftpad is not supported yet (pass None): each "
+                         "sequence's keys start at the first row of its cache")
     if (k is None) != (v is None):
         raise ValueError("warpflash: flash_attn_with_kvcache: k and v are given together (new tokens) or not at all")
     if (rotary_cos is None) != (rotary_sin is None):
@@ -232,11 +248,19 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if cache_batch_idx.shape != (batch,) or cache_batch_idx.dtype != torch.int32:
             raise ValueError(f"warpflash: cache_batch_idx is {cache_batch_idx.dtype} of shape "
                              f"{tuple(cache_batch_idx.shape)}; expected int32 ({batch},)")
-        if v_cache.shape[0] != k_cache.shape[0]:
-            raise ValueError(f"warpflash: k_cache and v_cache have batch {k_cache.shape[0]} and {v_cache.shape[0]}")
-    elif k_cache.shape[0] != batch or v_cache.shape[0] != batch:
+    if page_table is not None:
+        _check_tensors(page_table=page_table)
+        if page_table.dim() != 2 or page_table.shape[0] != batch or page_table.dtype != torch.int32:
+            raise ValueError(f"warpflash: page_table is {page_table.dtype} of shape {tuple(page_table.shape)}; "
+                             f"expected int32 ({batch}, max_pages)")
+        if cache_batch_idx is not None:
+            raise ValueError("warpflash: cache_batch_idx is not supported with page_table (the table picks the pages)")
+    if (cache_batch_idx is not None or page_table is not None) and v_cache.shape[0] != k_cache.shape[0]:
+        raise ValueError(f"warpflash: k_cache and v_cache have {k_cache.shape[0]} and {v_cache.shape[0]} "
+                         f"{'pages' if page_table is not None else 'rows'}")
+    if cache_batch_idx is None and page_table is None and (k_cache.shape[0] != batch or v_cache.shape[0] != batch):
         raise ValueError(f"warpflash: k_cache and v_cache have batch {k_cache.shape[0]} and {v_cache.shape[0]}; "
-                         f"q has {batch} (one cache row per sequence, or cache_batch_idx)")
+                         f"q has {batch} (one cache row per sequence, cache_batch_idx or page_table)")
     if isinstance(cache_seqlens, int):
         cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=q.device)
     elif cache_seqlens is not None:
@@ -274,8 +298,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         seqused_k = cache_seqlens
         if k is not None:  # the new tokens into their slots, in place
             slots = cache_seqlens.long()[:, None] + torch.arange(seqlen_new, device=q.device)
-            rows = (cache_batch_idx.long() if cache_batch_idx is not None else
-                    torch.arange(batch, device=q.device))[:, None].expand_as(slots)
+            if page_table is not None:
+                page_size = k_cache.shape[1]
+                rows = page_table.long().gather(1, slots // page_size)
+                slots = slots % page_size
+            else:
+                rows = (cache_batch_idx.long() if cache_batch_idx is not None else
+                        torch.arange(batch, device=q.device))[:, None].expand_as(slots)
             k_cache[rows, slots] = k.to(k_cache.dtype)
             v_cache[rows, slots] = v.to(v_cache.dtype)
             seqused_k = (cache_seqlens + seqlen_new).to(torch.int32)
@@ -284,4 +313,4 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     with torch.no_grad():  # as FlashAttention's: no gradient through the cache
         return _ops.forward(q, k_cache, v_cache, None, None, None, seqused_k, 0, 0, float(softmax_scale),
                             bool(causal), left, right, 0, softcap, _sink(learnable_sink), bool(return_softmax_lse),
-                            num_splits=int(num_splits), kv_batch_idx=cache_batch_idx)
+                            num_splits=int(num_splits), kv_batch_idx=cache_batch_idx, page_table=page_table)

@@ -10,6 +10,8 @@ namespace warpflash::limits {
 constexpr int64_t kMaxSeqlen = int64_t(1) << 30;
 constexpr int64_t kMaxHeads = int64_t(1) << 30;
 constexpr int64_t kMaxBatch = int64_t(1) << 30;
+// Page ids and a page table's row stride: int32 on the GPU.
+constexpr int64_t kMaxPages = int64_t(1) << 30;
 // One CTA per (m_block, head, batch) tile: the grid's x dimension.
 constexpr int64_t kMaxTiles = (int64_t(1) << 31) - 1;
 // TMA: global addresses and strides are multiples of 16 bytes, strides below 2^40 bytes.

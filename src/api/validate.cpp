@@ -9,6 +9,7 @@
 #include "api/tensor_checks.h"
 #include "api/text.h"
 #include "kernels/forward/config.h"
+#include "kernels/forward/problem.h"
 #include "warpflash/forward.h"
 
 namespace warpflash {
@@ -146,6 +147,36 @@ Status validate_forward(const ForwardArgs& args) {
   } else if (args.kv_batch != 0) {
     return invalid(concat("kv_batch = ", args.kv_batch, " is set without kv_batch_idx (it counts the cache's rows)"));
   }
+  if (args.page_table != nullptr) {
+    const char* other = args.cu_seqlens_k != nullptr ? "cu_seqlens_k" : args.kv_batch_idx != nullptr ? "kv_batch_idx" : nullptr;
+    if (other != nullptr) {
+      return Status::NotSupported(concat("warpflash::forward: page_table is not supported with ", other,
+                                         ": a paged cache's sequences are rows of the page table, their lengths "
+                                         "seqused_k"));
+    }
+    if (fp8) {
+      return Status::NotSupported("warpflash::forward: page_table is not supported with float8_e4m3fn inputs "
+                                  "(paged caches of float16 or bfloat16)");
+    }
+    if (!(status = check_range("page_size", args.page_size, 1, limits::kMaxSeqlen)).ok()) return status;
+    if (!(status = check_range("num_pages", args.num_pages, 1, limits::kMaxPages)).ok()) return status;
+    if (!(status = check_range("max_pages", args.max_pages, 1, limits::kMaxPages)).ok()) return status;
+    if (!(status = check_range("page_table_batch_stride", args.page_table_batch_stride, 0, limits::kMaxPages)).ok()) {
+      return status;
+    }
+    if (s.batch * args.page_table_batch_stride + args.max_pages > limits::kMaxPages) {
+      return invalid(concat("page_table: batch * page_table_batch_stride + max_pages = ", s.batch, " * ",
+                            args.page_table_batch_stride, " + ", args.max_pages, " exceeds ", limits::kMaxPages,
+                            " (the kernels index the table in 32 bits)"));
+    }
+    if (s.seqlen_k > args.max_pages * args.page_size) {
+      return invalid(concat("shape.seqlen_k = ", s.seqlen_k, " exceeds max_pages * page_size = ", args.max_pages, " * ",
+                            args.page_size, " (the keys a row of the page table holds)"));
+    }
+  } else if (args.num_pages != 0 || args.max_pages != 0 || args.page_size != 0) {
+    return invalid(concat("page_size = ", args.page_size, ", num_pages = ", args.num_pages, ", max_pages = ",
+                          args.max_pages, " are set without page_table (they describe a paged cache)"));
+  }
   if (args.num_splits > 1 && !kernels::split_kv_allowed(args)) {
     return Status::NotSupported(concat("warpflash::forward: num_splits = ", args.num_splits,
                                        " is not supported with cu_seqlens_q, seqused_q, learnable_sink or FP8 "
@@ -175,6 +206,7 @@ Status validate_forward(const ForwardArgs& args) {
                                                             {"seqused_q", args.seqused_q},
                                                             {"seqused_k", args.seqused_k},
                                                             {"kv_batch_idx", args.kv_batch_idx},
+                                                            {"page_table", args.page_table},
                                                             {"learnable_sink", args.learnable_sink},
                                                             {"q_descale", args.q_descale},
                                                             {"k_descale", args.k_descale},
@@ -208,10 +240,9 @@ Status validate_forward(const ForwardArgs& args) {
   int bytes = dtype_size_bytes(args.dtype);
   int o_bytes = fp8 ? dtype_size_bytes(DType::kBFloat16) : bytes;
   // A packed side is one batch of total rows (its views' batch_stride is unused).
-  bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
+  bool packed_q = args.cu_seqlens_q != nullptr;
   int64_t batch_q = packed_q ? 1 : s.batch, rows_q = packed_q ? args.total_q : s.seqlen_q;
-  int64_t batch_k = packed_k ? 1 : args.kv_batch_idx != nullptr ? args.kv_batch : s.batch;
-  int64_t rows_k = packed_k ? args.total_k : s.seqlen_k;
+  auto [batch_k, rows_k] = kernels::kv_extent(args);
   if (rows_q == 0) return Status::Ok();  // no query rows: nothing is read or written
   bool keys_empty = rows_k == 0 || s.seqlen_k == 0;
   if (!(status = check_tensor("q", args.q, batch_q, rows_q, s.heads_q, bytes, false)).ok()) return status;

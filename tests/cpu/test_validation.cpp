@@ -248,6 +248,43 @@ TEST(Validation, KvBatchIdx) {
   expect_error(args, StatusCode::kInvalidArgument, {"kv_batch = 4", "without kv_batch_idx"});
 }
 
+// A paged cache: k and v of valid_args() seen as 12 pages of 10 rows.
+ForwardArgs paged_args() {
+  ForwardArgs args = valid_args();
+  static const int table[2 * 16] = {};
+  args.page_table = table;
+  args.page_table_batch_stride = 16;
+  args.max_pages = 16;
+  args.num_pages = 12;
+  args.page_size = 10;
+  args.k.batch_stride = args.v.batch_stride = 10 * args.k.seqlen_stride;
+  return args;
+}
+
+TEST(Validation, PagedKv) {
+  EXPECT_TRUE(validate_forward(paged_args()).ok()) << validate_forward(paged_args()).message();
+  ForwardArgs args = paged_args();
+  args.max_pages = 11;
+  expect_error(args, StatusCode::kInvalidArgument, {"shape.seqlen_k = 120", "max_pages * page_size = 11 * 10"});
+  args = paged_args();
+  args.page_size = 0;
+  expect_error(args, StatusCode::kInvalidArgument, {"page_size = 0", "1 to"});
+  args = paged_args();
+  args.num_pages = 0;
+  expect_error(args, StatusCode::kInvalidArgument, {"num_pages = 0"});
+  args = paged_args();
+  int rows[2] = {0, 1};
+  args.kv_batch_idx = rows;
+  args.kv_batch = 2;
+  expect_error(args, StatusCode::kNotSupported, {"page_table", "kv_batch_idx"});
+  args = paged_args();
+  args.dtype = DType::kFloat8E4M3;
+  expect_error(args, StatusCode::kNotSupported, {"page_table", "float8_e4m3fn"});
+  args = valid_args();
+  args.page_size = 16;
+  expect_error(args, StatusCode::kInvalidArgument, {"page_size = 16", "without page_table"});
+}
+
 TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
   int devices = 0, major = 0, minor = 0;

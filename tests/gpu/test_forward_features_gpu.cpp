@@ -47,6 +47,9 @@ struct Case {
   // tile order; without, the static one. With it, problems of few tiles split their keys.
   bool workspace = true;
   int64_t num_splits = 0;  // ForwardArgs::num_splits
+  // Dense K/V as a paged cache of pages this many rows long, in a shuffled order (0: not
+  // paged).
+  int64_t page_size = 0;
 };
 
 const Case kCases[] = {
@@ -88,6 +91,13 @@ const Case kCases[] = {
     {"prefill_q40_gqa8_unsplit", false, {40}, {1300}, 8, 1, false, -1, -1, 0, 0.f, false, {}, {}, true, 1},
     {"prefill_causal_three_splits", false, {300}, {1500}, 4, 2, true, -1, -1, 0, 0.f, false, {}, {}, true, 3},
     {"split_more_pieces_than_blocks", false, {1}, {200}, 4, 1, false, -1, -1, 0, 0.f, false, {}, {}, true, 9},
+    // Paged KV caches: page sizes of whole swizzle atoms, single rows, odd ones.
+    {"paged16_decode_seqused", false, {1, 1, 1}, {1000, 1000, 1000}, 8, 2, true, -1, -1, 0, 0.f, false, {},
+     {1000, 0, 333}, true, 0, 16},
+    {"paged1_q3_causal_split", false, {3, 3}, {300, 300}, 8, 2, true, -1, -1, 0, 0.f, false, {}, {300, 7}, true, 3, 1},
+    {"paged5_prefill_window", false, {200, 200}, {700, 700}, 4, 2, true, 64, -1, 0, 0.f, false, {}, {}, true, 0, 5},
+    {"paged256_mqa", false, {1, 1, 1}, {900, 900, 900}, 8, 1, true, -1, -1, 0, 0.f, false, {}, {900, 100, 899}, true,
+     0, 256},
 };
 
 using Param = std::tuple<DType, HeadDims, Case>;
@@ -188,6 +198,41 @@ TEST_P(ForwardFeaturesGpuTest, MatchesReference) {
   if (!c.seqused_q.empty()) args.seqused_q = used_q_dev.get();
   if (!c.seqused_k.empty()) args.seqused_k = used_k_dev.get();
   args.num_splits = c.num_splits;
+  // A paged copy of the dense K and V (Case::page_size): sequence b's rows [p * page_size,
+  // (p + 1) * page_size) in page page_table[b][p], the pages in a shuffled order, one more
+  // page unused; rows past the keys are zeros (read as part of a block, so finite).
+  const int64_t size = c.page_size, seqlen_k = args.shape.seqlen_k;
+  const int64_t max_pages = size > 0 ? (seqlen_k + size - 1) / size : 0;
+  const int64_t num_pages = size > 0 ? batch * max_pages + 1 : 0;
+  std::vector<int> order(num_pages);
+  for (int64_t i = 0; i < num_pages; ++i) order[i] = static_cast<int>(i);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<int> page_table(order.begin(), order.begin() + batch * max_pages);
+  auto paged_copy = [&](const Rows& dense) {
+    const int64_t row = dense.heads * dense.head_dim;
+    std::vector<uint16_t> pages(2 * kGuard + num_pages * size * row, 0);
+    for (int64_t b = 0; b < batch && size > 0; ++b) {
+      for (int64_t t = 0; t < seqlen_k; ++t) {
+        int64_t page = page_table[b * max_pages + t / size];
+        std::copy_n(dense.storage.begin() + kGuard + (b * seqlen_k + t) * row, row,
+                    pages.begin() + kGuard + (page * size + t % size) * row);
+      }
+    }
+    return pages;
+  };
+  std::vector<uint16_t> k_pages = paged_copy(k), v_pages = paged_copy(v);
+  DeviceBuffer<int> page_table_dev(page_table.size());
+  DeviceBuffer<uint16_t> k_pages_dev(size > 0 ? k_pages.size() : 0), v_pages_dev(size > 0 ? v_pages.size() : 0);
+  ASSERT_TRUE(page_table_dev.upload(page_table) && k_pages_dev.upload(k_pages) && v_pages_dev.upload(v_pages));
+  if (size > 0) {
+    args.k = rows_view(k_pages_dev.get(), size, c.heads_kv, head_dim);
+    args.v = rows_view(v_pages_dev.get(), size, c.heads_kv, head_dim_v);
+    args.page_table = page_table_dev.get();
+    args.page_table_batch_stride = max_pages;
+    args.max_pages = max_pages;
+    args.num_pages = num_pages;
+    args.page_size = size;
+  }
   DeviceBuffer<uint8_t> workspace(c.workspace ? forward_workspace_bytes(args) : 0);
   args.workspace = workspace.get();
   args.workspace_bytes = workspace.size();

@@ -85,8 +85,11 @@ def test_varlen_cu_seqlens_must_be_tensors():
 def test_kvcache_arguments_name_the_problem():
     q = torch.randn(2, 1, 8, 128, dtype=torch.bfloat16)
     cache = torch.randn(2, 64, 2, 128, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="page_table is not supported yet"):
-        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32))
+    with pytest.raises(ValueError, match="page_table is torch.int64 of shape \\(2, 4\\); expected int32"):
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="cache_batch_idx is not supported with page_table"):
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32),
+                                cache_batch_idx=torch.zeros(2, dtype=torch.int32))
     with pytest.raises(ValueError, match="cache_leftpad is not supported yet"):
         flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
     with pytest.raises(ValueError, match="expected an int or int32 \\(2,\\)"):

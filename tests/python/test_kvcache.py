@@ -1,12 +1,13 @@
 """flash_attn_with_kvcache on a Hopper GPU against a float64 PyTorch reference: decode
 with GQA (packed query heads) and split keys, speculative and chunked-prefill queries,
-new tokens appended in place with rotary embedding, the LSE, CUDA graphs, and errors."""
+paged caches with random page tables, new tokens appended in place with
+rotary embedding, the LSE, CUDA graphs, and errors."""
 import pytest
 import torch
 
 from conftest import requires_hopper
 from test_forward import attention_reference, skip_unless_compiled
-from warpflash import apply_rotary, flash_attn_with_kvcache
+from warpflash import apply_rotary, flash_attn_varlen_func, flash_attn_with_kvcache
 
 pytestmark = requires_hopper
 
@@ -60,6 +61,102 @@ def test_decode_over_cache(dtype, head_dim, shape, causal, num_splits):
     finite = torch.isfinite(lse_ref)
     assert torch.equal(torch.isfinite(lse), finite)
     assert torch.allclose(lse[finite].double(), lse_ref[finite], atol=1e-3, rtol=1e-3)
+
+
+def paged(cache, page_size, seed=0, spare_pages=3):
+    """The cache (batch, seqlen, heads, d) as pages (num_pages, page_size, heads, d) in a random
+    order, with spare pages of noise, and its page table int32 (batch, max_pages)."""
+    batch, seqlen = cache.shape[:2]
+    max_pages = -(-seqlen // page_size)
+    num_pages = batch * max_pages + spare_pages
+    order = torch.randperm(num_pages, generator=torch.Generator().manual_seed(seed))[:batch * max_pages]
+    padded = torch.randn(batch, max_pages * page_size, *cache.shape[2:], dtype=cache.dtype, device=cache.device)
+    padded[:, :seqlen] = cache
+    pages = torch.randn(num_pages, page_size, *cache.shape[2:], dtype=cache.dtype, device=cache.device)
+    pages[order.to(cache.device)] = padded.view(batch * max_pages, page_size, *cache.shape[2:])
+    return pages, order.view(batch, max_pages).to(torch.int32).to(cache.device)
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 8, 16, 64, 256, 1000])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_paged_cache(page_size, head_dim, causal):
+    """Random page tables, lengths 0 to full and around tile edges, GQA, split and not."""
+    dtype = torch.bfloat16  # (the loads see bytes: float16 takes the same path)
+    skip_unless_compiled(head_dim, dtype)
+    batch, sq, s_cache, hq, hkv = 4, 1 if page_size != 16 else 5, 1100, 16, 2
+    torch.manual_seed(page_size + head_dim)
+    q = torch.randn(batch, sq, hq, head_dim, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    k_pages, table = paged(k_cache, page_size, seed=page_size)
+    v_pages, _ = paged(v_cache, page_size, seed=page_size)
+    lengths = [max(n, sq) if causal else n for n in (s_cache, 0, 129, 1000)]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    scale = head_dim ** -0.5
+    ref, lse_ref = reference_over_cache(q, k_cache, v_cache, lengths, scale, causal)
+    low, _ = reference_over_cache(q, k_cache, v_cache, lengths, scale, causal, dtype=dtype)
+    for num_splits in (0, 1, 3):
+        out, lse = flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens, page_table=table,
+                                           causal=causal, num_splits=num_splits, return_softmax_lse=True)
+        check_close(out, ref, low, f"out, num_splits {num_splits}")
+        finite = torch.isfinite(lse_ref)
+        assert torch.equal(torch.isfinite(lse), finite)
+        assert torch.allclose(lse[finite].double(), lse_ref[finite], atol=1e-3, rtol=1e-3)
+
+
+def test_append_into_pages():
+    """New tokens land in the pages the table names, at cache_seqlens, across a page edge."""
+    skip_unless_compiled(128, torch.bfloat16)
+    dtype, batch, s_cache, hq, hkv, d, page_size = torch.bfloat16, 3, 256, 8, 2, 128, 16
+    torch.manual_seed(9)
+    q = torch.randn(batch, 3, hq, d, device="cuda", dtype=dtype)
+    k_new = torch.randn(batch, 3, hkv, d, device="cuda", dtype=dtype)
+    v_new = torch.randn(batch, 3, hkv, d, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    k_pages, table = paged(k_cache, page_size)
+    v_pages, _ = paged(v_cache, page_size)
+    lengths = [0, 15, 200]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    out = flash_attn_with_kvcache(q, k_pages, v_pages, k=k_new, v=v_new, cache_seqlens=cache_seqlens,
+                                  page_table=table, causal=True)
+    for b, n in enumerate(lengths):
+        k_cache[b, n:n + 3] = k_new[b]
+        v_cache[b, n:n + 3] = v_new[b]
+        for t in range(n + 3):
+            page, row = table[b, t // page_size], t % page_size
+            assert torch.equal(k_pages[page, row], k_cache[b, t]) and torch.equal(v_pages[page, row], v_cache[b, t])
+    used = [n + 3 for n in lengths]
+    ref, _ = reference_over_cache(q, k_cache, v_cache, used, d ** -0.5, True)
+    low, _ = reference_over_cache(q, k_cache, v_cache, used, d ** -0.5, True, dtype=dtype)
+    check_close(out, ref, low, "out")
+
+
+@pytest.mark.parametrize("page_size", [16, 256])
+def test_chunked_prefill_over_pages(page_size):
+    """flash_attn_varlen_func with a block table: packed query chunks over paged keys."""
+    skip_unless_compiled(128, torch.bfloat16)
+    dtype, hq, hkv, d = torch.bfloat16, 8, 2, 128
+    torch.manual_seed(page_size)
+    chunks, keys = [300, 1, 0, 77], [1000, 1, 40, 600]
+    k_cache = torch.randn(len(keys), max(keys), hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(len(keys), max(keys), hkv, d, device="cuda", dtype=dtype)
+    k_pages, table = paged(k_cache, page_size)
+    v_pages, _ = paged(v_cache, page_size)
+    q = torch.randn(sum(chunks), hq, d, device="cuda", dtype=dtype)
+    cu_q = torch.tensor([0] + list(torch.tensor(chunks).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(keys).cumsum(0)), dtype=torch.int32, device="cuda")
+    out = flash_attn_varlen_func(q, k_pages, v_pages, cu_q, cu_k, max(chunks), max(keys), causal=True,
+                                 block_table=table)
+    for b, (n_q, n_k) in enumerate(zip(chunks, keys)):
+        if n_q == 0:
+            continue
+        rows = slice(int(cu_q[b]), int(cu_q[b + 1]))
+        ref, _ = attention_reference(q[None, rows], k_cache[b:b + 1, :n_k], v_cache[b:b + 1, :n_k], d ** -0.5, True)
+        low, _ = attention_reference(q[None, rows], k_cache[b:b + 1, :n_k], v_cache[b:b + 1, :n_k], d ** -0.5, True,
+                                     dtype=dtype)
+        check_close(out[None, rows], ref, low, f"sequence {b}")
 
 
 @pytest.mark.parametrize("interleaved", [True, False])
@@ -145,7 +242,8 @@ def test_rotary_matches_the_pairs_definition():
         assert torch.equal(y[..., 4:], x[..., 4:])
 
 
-def test_decode_step_in_a_cuda_graph():
+@pytest.mark.parametrize("paged_cache", [False, True])
+def test_decode_step_in_a_cuda_graph(paged_cache):
     """A decode step with changing cache_seqlens replays from one capture."""
     skip_unless_compiled(128, torch.bfloat16)
     batch, s_cache, hq, hkv, d = 8, 2048, 32, 8, 128
@@ -155,9 +253,13 @@ def test_decode_step_in_a_cuda_graph():
     v_new = torch.randn(batch, 1, hkv, d, device="cuda", dtype=dtype)
     k_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
     v_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    table = None
+    if paged_cache:
+        k_cache, table = paged(k_cache, 64)
+        v_cache, _ = paged(v_cache, 64)
     cache_seqlens = torch.full((batch,), 100, dtype=torch.int32, device="cuda")
     step = lambda: flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, cache_seqlens=cache_seqlens,
-                                           causal=True)
+                                           page_table=table, causal=True)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -170,7 +272,7 @@ def test_decode_step_in_a_cuda_graph():
         cache_seqlens.fill_(n)
         graph.replay()
         torch.cuda.synchronize()
-        expected = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=n + 1, causal=True)
+        expected = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=n + 1, page_table=table, causal=True)
         assert torch.equal(out, expected), f"replay with cache_seqlens {n}"
 
 
@@ -178,7 +280,14 @@ def test_errors_name_the_argument():
     q = torch.randn(2, 1, 8, 128, device="cuda", dtype=torch.bfloat16)
     cache = torch.randn(2, 64, 2, 128, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="page_table"):
-        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32, device="cuda"))
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int64, device="cuda"))
+    with pytest.raises(ValueError, match="shape.seqlen_k|max_pages"):  # 3 pages of 64 rows, seqlen_k past them
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 0, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cache_batch_idx is not supported with page_table"):
+        flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32, device="cuda"),
+                                cache_batch_idx=torch.zeros(2, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cache_leftpad is not supported yet"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="cache_batch_idx"):
         flash_attn_with_kvcache(q, cache, cache, cache_batch_idx=torch.zeros(2, dtype=torch.int64, device="cuda"))
     with pytest.raises(ValueError, match="cache_seqlens"):

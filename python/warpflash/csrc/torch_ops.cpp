@@ -51,13 +51,19 @@ std::string python_shape(const at::Tensor& t) {
 // What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
 // rank: 4 for (batch, seqlen, heads, head_dim), 3 for packed varlen (total, heads, head_dim).
 // k_batch_of_its_own: a KV cache indexed per sequence (kv_batch_idx) may hold more or fewer
-// sequences than q.
+// sequences than q; a paged one (paged) is 4-D (num_pages, page_size, heads, head_dim)
+// whatever q is.
 void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t rank,
-                   bool k_batch_of_its_own = false) {
+                   bool k_batch_of_its_own = false, bool paged = false) {
   const std::pair<const char*, const at::Tensor*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}};
-  const char* layout = rank == 4 ? "4-D (batch, seqlen, heads, head_dim)" : "3-D (total_tokens, heads, head_dim)";
   for (const auto& [name, t] : tensors) {
-    TORCH_CHECK_VALUE(t->dim() == rank, "warpflash: ", name, " must be ", layout, ", got shape ", python_shape(*t));
+    bool is_q = t == &q;
+    int64_t expected = paged && !is_q ? 4 : rank;
+    const char* layout = paged && !is_q ? "4-D (num_pages, page_size, heads, head_dim) with a page table"
+                         : expected == 4 ? "4-D (batch, seqlen, heads, head_dim)"
+                                         : "3-D (total_tokens, heads, head_dim)";
+    TORCH_CHECK_VALUE(t->dim() == expected, "warpflash: ", name, " must be ", layout, ", got shape ",
+                      python_shape(*t));
     TORCH_CHECK_TYPE(t->scalar_type() == at::kHalf || t->scalar_type() == at::kBFloat16 ||
                          t->scalar_type() == at::kFloat8_e4m3fn,
                      "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
@@ -74,14 +80,14 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   for (int64_t i = 0; kv_agree && i + 1 < k.dim(); ++i) kv_agree = k.size(i) == v.size(i);
   TORCH_CHECK_VALUE(kv_agree, "warpflash: k and v must have the same shape but for the last dimension (head_dim_v), got ",
                     python_shape(k), " and ", python_shape(v));
-  if (rank == 4) {
+  if (rank == 4 && !paged) {
     TORCH_CHECK_VALUE((k_batch_of_its_own || q.size(0) == k.size(0)) && q.size(3) == k.size(3), "warpflash: q ",
                       python_shape(q), " and k ", python_shape(k), " must agree in batch and head_dim");
   } else {
-    TORCH_CHECK_VALUE(q.size(2) == k.size(2), "warpflash: q ", python_shape(q), " and k ", python_shape(k),
+    TORCH_CHECK_VALUE(q.size(-1) == k.size(-1), "warpflash: q ", python_shape(q), " and k ", python_shape(k),
                       " must agree in head_dim");
   }
-  int64_t heads_q = q.size(rank - 2), heads_kv = k.size(rank - 2);
+  int64_t heads_q = q.size(-2), heads_kv = k.size(-2);
   TORCH_CHECK_VALUE(heads_kv > 0 && heads_q % heads_kv == 0, "warpflash: q heads (", std::to_string(heads_q),
                     ") must be a multiple of k/v heads (", std::to_string(heads_kv), ")");
   for (const auto& [name, t] : tensors) {
@@ -177,6 +183,12 @@ void set_fp8_scales(warpflash::ForwardArgs& args, const at::Tensor& q, const c10
   args.kv_block_rows = k_scale.block_scale != nullptr ? k_scale.block_rows : v_scale.block_rows;
 }
 
+// flash_attn_with_kvcache's ways of finding a sequence's keys in the cache.
+struct KvCacheIndex {
+  const c10::optional<at::Tensor>& kv_batch_idx;  // cache_batch_idx: int32 (batch,), a cache row per sequence
+  const c10::optional<at::Tensor>& page_table;    // int32 (batch, max_pages): k, v are pages
+};
+
 struct ForwardOptions {
   double softmax_scale;
   bool causal;
@@ -184,15 +196,34 @@ struct ForwardOptions {
   double softcap;
   int64_t num_splits = 0;  // the forward's split-KV (0: chosen)
   bool k_batch_of_its_own = false;  // with kv_batch_idx
+  bool paged = false;               // with page_table
 };
 
-// KV-cache rows per sequence (flash_attn_with_kvcache's cache_batch_idx): int32 (batch,) on
-// q's device; k and v then hold their own number of sequences.
-void set_kv_batch_idx(warpflash::ForwardArgs& args, const c10::optional<at::Tensor>& kv_batch_idx,
-                      const at::Tensor& q, const at::Tensor& k) {
-  if (!kv_batch_idx.has_value()) return;
-  args.kv_batch_idx = int_vector(kv_batch_idx, "cache_batch_idx", args.shape.batch, q);
-  args.kv_batch = k.size(0);
+// The KV-cache index tensors on q's device. cache_batch_idx: k and v then hold their own
+// number of sequences. page_table: k and v (num_pages, page_size, heads_kv, head_dim),
+// each sequence up to max_pages * page_size keys.
+void set_kv_cache_index(warpflash::ForwardArgs& args, const KvCacheIndex& index, const at::Tensor& q,
+                        const at::Tensor& k) {
+  if (index.kv_batch_idx.has_value()) {
+    args.kv_batch_idx = int_vector(index.kv_batch_idx, "cache_batch_idx", args.shape.batch, q);
+    args.kv_batch = k.size(0);
+  }
+  if (!index.page_table.has_value()) return;
+  const at::Tensor& table = *index.page_table;
+  TORCH_CHECK_TYPE(table.scalar_type() == at::kInt, "warpflash: page_table has dtype ",
+                   python_dtype(table.scalar_type()), "; it must be torch.int32");
+  TORCH_CHECK_VALUE(table.dim() == 2 && table.size(0) == args.shape.batch && table.size(1) > 0 &&
+                        table.stride(1) == 1,
+                    "warpflash: page_table has shape ", python_shape(table), "; expected (",
+                    std::to_string(args.shape.batch), ", max_pages) with contiguous rows");
+  TORCH_CHECK_VALUE(table.device() == q.device(), "warpflash: page_table is on ", table.device().str(), "; q is on ",
+                    q.device().str());
+  args.page_table = table.data_ptr<int>();
+  args.page_table_batch_stride = table.stride(0);
+  args.max_pages = table.size(1);
+  args.num_pages = k.size(0);
+  args.page_size = k.size(1);
+  args.shape.seqlen_k = args.max_pages * args.page_size;
 }
 
 // The problem of q, k, v and the options, as the C++ API describes it (o and lse unset).
@@ -207,9 +238,11 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
                                     int64_t max_seqlen_k, const ForwardOptions& options,
                                     const c10::optional<at::Tensor>& learnable_sink, at::Tensor& sink) {
   bool packed = cu_seqlens_q.has_value();
-  TORCH_CHECK_VALUE(packed == cu_seqlens_k.has_value(),
-                    "warpflash: cu_seqlens_q and cu_seqlens_k are given together (varlen) or not at all");
-  check_tensors(q, k, v, packed ? 3 : 4, options.k_batch_of_its_own);
+  // (A paged cache's sequences are rows of the page table, their lengths seqused_k.)
+  TORCH_CHECK_VALUE(packed == cu_seqlens_k.has_value() || (options.paged && !cu_seqlens_k.has_value()),
+                    "warpflash: cu_seqlens_q and cu_seqlens_k are given together (varlen) or not at all",
+                    options.paged ? " (with a page table: cu_seqlens_q alone, the key lengths in seqused_k)" : "");
+  check_tensors(q, k, v, packed ? 3 : 4, options.k_batch_of_its_own, options.paged);
   int64_t batch = packed ? cu_seqlens_q->numel() - 1 : q.size(0);
   TORCH_CHECK_VALUE(!packed || (cu_seqlens_q->dim() == 1 && batch >= 0), "warpflash: cu_seqlens_q has shape ",
                     python_shape(*cu_seqlens_q), "; expected (batch + 1,)");
@@ -229,7 +262,10 @@ warpflash::ForwardArgs problem_args(const at::Tensor& q, const at::Tensor& k, co
     args.learnable_sink = sink.data_ptr<float>();
   }
   args.dtype = dtype_of(q.scalar_type());
-  if (packed) {
+  if (options.paged) {  // seqlen_k: set_kv_cache_index()
+    args.shape = {batch, packed ? max_seqlen_q : q.size(1), 0, q.size(-2), k.size(2), q.size(-1), v.size(3)};
+    if (packed) args.total_q = q.size(0);
+  } else if (packed) {
     args.shape = {batch, max_seqlen_q, max_seqlen_k, q.size(1), k.size(1), q.size(2), v.size(2)};
     args.total_q = q.size(0);
     args.total_k = k.size(0);
@@ -263,12 +299,12 @@ std::tuple<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Te
                                                const c10::optional<at::Tensor>& q_descale,
                                                const c10::optional<at::Tensor>& k_descale,
                                                const c10::optional<at::Tensor>& v_descale,
-                                               const c10::optional<at::Tensor>& kv_batch_idx) {
+                                               const KvCacheIndex& kv_cache_index) {
   at::Tensor sink, scales_kept[3];
   warpflash::ForwardArgs args = problem_args(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
                                              max_seqlen_k, options, learnable_sink, sink);
   set_fp8_scales(args, q, q_descale, k_descale, v_descale, scales_kept);
-  set_kv_batch_idx(args, kv_batch_idx, q, k);
+  set_kv_cache_index(args, kv_cache_index, q, k);
   c10::cuda::CUDAGuard device_guard(q.device());
   args.stream = c10::cuda::getCurrentCUDAStream().stream();
   bool packed = cu_seqlens_q.has_value();
@@ -309,11 +345,13 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               const c10::optional<at::Tensor>& q_descale,
                                               const c10::optional<at::Tensor>& k_descale,
                                               const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
-                                              const c10::optional<at::Tensor>& kv_batch_idx) {
+                                              const c10::optional<at::Tensor>& kv_batch_idx,
+                                              const c10::optional<at::Tensor>& page_table) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
-                      kv_batch_idx.has_value()},
-                     learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale, kv_batch_idx);
+                      kv_batch_idx.has_value(), page_table.has_value()},
+                     learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale,
+                     {kv_batch_idx, page_table});
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
@@ -326,11 +364,13 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
                                const c10::optional<at::Tensor>& learnable_sink, bool return_lse,
                                const c10::optional<at::Tensor>& q_descale, const c10::optional<at::Tensor>& k_descale,
                                const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
-                               const c10::optional<at::Tensor>& kv_batch_idx) {
+                               const c10::optional<at::Tensor>& kv_batch_idx,
+                               const c10::optional<at::Tensor>& page_table) {
   auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                                 {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
-                                 kv_batch_idx.has_value()},
-                                learnable_sink, return_lse, q_descale, k_descale, v_descale, kv_batch_idx);
+                                 kv_batch_idx.has_value(), page_table.has_value()},
+                                learnable_sink, return_lse, q_descale, k_descale, v_descale,
+                                {kv_batch_idx, page_table});
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
 }
@@ -420,7 +460,7 @@ TORCH_LIBRARY(warpflash, m) {
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
       "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False, "
       "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, int num_splits=0, "
-      "Tensor? kv_batch_idx=None) -> (Tensor out, Tensor lse)");
+      "Tensor? kv_batch_idx=None, Tensor? page_table=None) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "

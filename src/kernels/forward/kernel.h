@@ -50,6 +50,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
     if constexpr (Traits::kTmaStoreO) cute::prefetch_tma_descriptor(params.tma_o.get_tma_descriptor());
+    if (params.paged.active()) {
+      cute::prefetch_tma_descriptor(&params.paged.tma_k);
+      cute::prefetch_tma_descriptor(&params.paged.tma_v);
+    }
     for (int stage = 0; stage < Traits::kStagesQ; ++stage) {
       cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full[stage], 1);
       cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty[stage], Traits::kConsumerThreads);
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   if (is_producer) {
     if constexpr (!kWarpSpecialization) return;  // not reached: no producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    cutlass::arch::warpgroup_reg_dealloc<kGeneralLoop ? Traits::kGeneralProducerRegisters : Traits::kProducerRegisters>();
     if constexpr (Traits::kFp8) {
       if (is_transposer) {
         // Every K/V block of the CTA's tiles, in the order the producer loads them.
@@ -228,7 +232,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       pipeline_v.producer_tail(write);
     }
   } else {
-    if constexpr (kWarpSpecialization) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+    if constexpr (kWarpSpecialization) {
+      cutlass::arch::warpgroup_reg_alloc<kGeneralLoop ? Traits::kGeneralConsumerRegisters : Traits::kConsumerRegisters>();
+    }
     int consumer_tid = threadIdx.x - Traits::kProducerThreads;
     PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
     pingpong.start();

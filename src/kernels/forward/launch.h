@@ -47,6 +47,41 @@ Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Pa
   return Status::Ok();
 }
 
+// A paged KV cache's tensor maps and table (paged_kv.h). Runs of fewer than 8 rows start
+// inside a swizzle atom: their first row must still be 128-byte aligned for TMA.
+template <class Traits>
+Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
+  using Element = typename Traits::Element;
+  if constexpr (!Traits::kPagedKv) {
+    return Status::NotSupported("warpflash::forward: page_table is not supported with head_dim = " +
+                                std::to_string(args.shape.head_dim) + " and head_dim_v = " +
+                                std::to_string(args.shape.value_head_dim()) +
+                                " (paged caches: head dims up to 128, and 256)");
+  }
+  int run_rows = paged_run_rows(args.page_size, Traits::kBlockN);
+  int row_bytes = Traits::kAtomColumnsV * int(sizeof(Element));
+  if (run_rows * Traits::kAtomColumnsK * int(sizeof(Element)) % 128 != 0 || run_rows * row_bytes % 128 != 0) {
+    return Status::NotSupported("warpflash::forward: page_size = " + std::to_string(args.page_size) +
+                                " is not supported with head_dim = " + std::to_string(args.shape.head_dim) +
+                                ": this head dim's pages need an even number of rows");
+  }
+  CUtensorMapDataType type = std::is_same_v<Element, cutlass::half_t> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  AttentionShape const& shape = args.shape;
+  Status status = make_paged_tma(paged.tma_k, args.k, type, sizeof(Element), Traits::kHeadDim, args.page_size,
+                                 shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, run_rows);
+  if (!status.ok()) return status;
+  status = make_paged_tma(paged.tma_v, args.v, type, sizeof(Element), Traits::kHeadDimV, args.page_size,
+                          shape.heads_kv, args.num_pages, Traits::kAtomColumnsV, run_rows);
+  if (!status.ok()) return status;
+  paged.page_table = args.page_table;
+  paged.table_batch_stride = static_cast<int>(args.page_table_batch_stride);
+  paged.page_size = static_cast<int>(args.page_size);
+  paged.run_rows = run_rows;
+  paged.num_pages = static_cast<int>(args.num_pages);
+  return Status::Ok();
+}
+
 template <class Traits>
 SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits::Params const& params, int ctas) {
   return SplitCombineParams{params.split_workspace,
@@ -80,10 +115,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   AttentionShape const& shape = args.shape;
 
   // Packed (varlen) sides are one batch of total rows: (total, head_dim, heads, 1).
-  bool packed_q = args.cu_seqlens_q != nullptr, packed_k = args.cu_seqlens_k != nullptr;
+  bool packed_q = args.cu_seqlens_q != nullptr;
   int64_t rows_q = packed_q ? args.total_q : shape.seqlen_q, batch_q = packed_q ? 1 : shape.batch;
-  int64_t rows_k = packed_k ? args.total_k : shape.seqlen_k;
-  int64_t batch_k = packed_k ? 1 : args.kv_batch_idx != nullptr ? args.kv_batch : shape.batch;
+  auto [batch_k, rows_k] = kv_extent(args);
   auto gQ = make_gmem_tensor<HeadDim, Input>(args.q, rows_q, shape.heads_q, batch_q);
   // TMA tensor maps need a valid address and every dimension >= 1. Without keys no K/V
   // load is ever issued (every tile's block range is empty), so the K/V maps may
@@ -149,6 +183,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       0,
       0,
       nullptr,  // kv_batch_idx, below
+      {},       // paged, below
   };
 
   if constexpr (Traits::kTmaStoreO) {
@@ -180,6 +215,10 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
   params.kv_batch_idx = args.kv_batch_idx;
+  if (args.page_table != nullptr && !keys_empty) {
+    Status paged = set_paged_kv<Traits>(args, params.paged);
+    if (!paged.ok()) return paged;
+  }
   params.q_rows = static_cast<Input*>(plan.q_rows.data);
   params.q_batch_stride = plan.q_rows.batch_stride;
   params.q_seqlen_stride = plan.q_rows.seqlen_stride;

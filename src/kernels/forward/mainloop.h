@@ -196,23 +196,54 @@ struct ForwardMainloop {
     return cute::make_tuple(load_q, load_kv);
   }
 
+  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv: K's and V's
+  // slots are acquired first, then each run's page is looked up once for both.
+  CUTE_DEVICE static auto paged_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                         PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
+    return [&params, &storage, &pipeline_k, &pipeline_v, tile, offset_k = work.offset_k,
+            key_end = work.offset_k + work.mask.seqlen_k](int n_block, PipelineState& write) {
+      Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+      Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+      pipeline_k.producer_acquire(write);
+      pipeline_v.producer_acquire(write);
+      params.paged.template load_block<Traits::kBlockN, Traits::kHeadDim, Traits::kHeadDimV, Traits::kAtomColumnsK,
+                                       Traits::kAtomColumnsV>(
+          *pipeline_k.producer_get_barrier(write), *pipeline_v.producer_get_barrier(write), sK(_, _, write.index()),
+          sV(_, _, write.index()), tile.batch, tile.head / params.heads_per_kv_head,
+          offset_k + n_block * Traits::kBlockN, key_end);
+      ++write;
+    };
+  }
+
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
-  // n_block_end - 1 down to n_block_begin, as fast as the ring frees up.
+  // n_block_end - 1 down to n_block_begin, as fast as the ring frees up. A paged cache
+  // (the general loop only: kPublish) takes a loop of its own, so that neither loop holds
+  // the other's addressing state in the producer's 24 registers.
   template <bool kPublish>
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
                                TileWork const& work, int round) {
     auto loads = tile_loads<kPublish>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+    if constexpr (kPublish && Traits::kPagedKv) {
+      if (params.paged.active()) {
+        load_blocks(get<0>(loads), paged_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
+        return;
+      }
+    }
+    load_blocks(get<0>(loads), get<1>(loads), write, work);
+  }
+  template <class LoadQ, class LoadKV>
+  CUTE_DEVICE static void load_blocks(LoadQ& load_q, LoadKV&& load_kv, PipelineState& write, TileWork const& work) {
     int n_block = work.n_block_end - 1, n_block_begin = work.n_block_begin;
     // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
     // epilogue: the first K/V blocks go first, into the ring slots freed before it.
     if constexpr (Traits::kOInQBuffer) {
-      for (int i = 0; i < Traits::kStages && n_block >= n_block_begin; ++i, --n_block) get<1>(loads)(n_block, write);
+      for (int i = 0; i < Traits::kStages && n_block >= n_block_begin; ++i, --n_block) load_kv(n_block, write);
     }
-    get<0>(loads)();
+    load_q();
     // Not unrolled: the producer thread has 24 registers.
 #pragma unroll 1
-    for (; n_block >= n_block_begin; --n_block) get<1>(loads)(n_block, write);
+    for (; n_block >= n_block_begin; --n_block) load_kv(n_block, write);
   }
 
   // Packed GQA with several query positions (Params::q_rows): each consumer warpgroup

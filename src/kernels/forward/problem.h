@@ -34,10 +34,24 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
 // The workspace of the dynamic tile order (sequences of different lengths): one counter.
 constexpr size_t kTileCounterBytes = 16;
 
-// Dense sequences, all seqlen long: no cu_seqlens, no seqused.
+// Dense sequences, all seqlen long, K/V rows at their batch index: no cu_seqlens, no
+// seqused, no page table.
 inline bool dense_equal_lengths(ForwardArgs const& args) {
   return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
-         args.seqused_k == nullptr;
+         args.seqused_k == nullptr && args.page_table == nullptr;
+}
+
+// K's and V's tensors as (batch, rows): a packed side is one batch of total_k rows, a
+// paged cache num_pages pages of page_size rows, a cache indexed per sequence
+// (kv_batch_idx) kv_batch sequences.
+struct KvExtent {
+  int64_t batch;
+  int64_t rows;
+};
+inline KvExtent kv_extent(ForwardArgs const& args) {
+  if (args.cu_seqlens_k != nullptr) return {1, args.total_k};
+  if (args.page_table != nullptr) return {args.num_pages, args.page_size};
+  return {args.kv_batch_idx != nullptr ? args.kv_batch : args.shape.batch, args.shape.seqlen_k};
 }
 
 // Dense equal-length sequences without a mask: every tile visits every K/V block. Only

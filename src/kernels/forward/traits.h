@@ -11,6 +11,7 @@
 #include "kernels/forward/config.h"
 #include "kernels/attention/block_scales.h"
 #include "kernels/attention/mask.h"
+#include "kernels/attention/paged_kv.h"
 #include "kernels/attention/seqlen.h"
 #include "kernels/attention/split_kv.h"
 #include "kernels/attention/tile_scheduler.h"
@@ -76,6 +77,17 @@ struct ForwardTraits {
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
   static constexpr int kConsumerRegisters =
       kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : 160;
+  // The general loop's producer thread also walks per-sequence key offsets and paged
+  // caches (paged_kv.h): with two consumer warpgroups of d <= 128 it takes 32 registers,
+  // the consumers 232 (24 spilled); d=256's consumers need their 240, so its default
+  // kernel loads no paged cache (the short one, with 40, does: forward_variant_of()).
+  static constexpr bool kGeneralRoomyProducer = kConsumerWarpgroups == 2 && !kRoomyProducer && !kFp8 && kHeadDim <= 128;
+  static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 32 : kProducerRegisters;
+  static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
+  static constexpr bool kPagedKv = !kFp8 && (kGeneralProducerRegisters >= 32);
+  static_assert(kGeneralProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kGeneralConsumerRegisters <=
+                    (kConsumerWarpgroups == 2 ? 504 : 512),
+                "setmaxnreg budgets exceed the CTA's launch allocation");
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
@@ -268,7 +280,12 @@ struct ForwardTraits {
     int64_t lse_group_stride;
     // Dense K/V only: sequence b's K/V rows at batch index kv_batch_idx[b] (null: b).
     int const* kv_batch_idx;
+    // A paged KV cache (general loop only): K/V blocks loaded page by page (paged_kv.h).
+    PagedKv paged;
   };
+  // Columns of a K or V row's shared-memory atom: the paged loads' box width.
+  static constexpr int kAtomColumnsK = decltype(size<1>(SmemAtom{}))::value;
+  static constexpr int kAtomColumnsV = decltype(size<1>(SmemAtomV{}))::value;
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
 
