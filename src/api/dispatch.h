@@ -19,13 +19,12 @@ inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const
   kernels::ForwardVariant variant =
       kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
                                args.shape.seqlen_k, kernels::uniform_tiles(args) && plan.plain());
-  // A paged cache loads a block in runs of gcd(page_size, block_n) rows (paged_kv.h): the
-  // default's 128-key blocks take power-of-two pages in one or a few runs, the long
-  // kernel's 160 in runs of at most 32 rows. d=256's paged loads run in its short kernel
-  // (kPagedKv: its producer has the registers).
+  // Paged caches load in the kernels with ForwardTraits::kPagedKv: the defaults (whose
+  // 128-key blocks take power-of-two pages in one or a few runs of rows, paged_kv.h) and
+  // d=256's short kernel (its producer has the registers).
   if (args.page_table != nullptr) {
-    if (variant == kernels::ForwardVariant::kLong) return kernels::ForwardVariant::kDefault;
-    if (args.shape.head_dim == 256 && args.shape.value_head_dim() == 256) return kernels::ForwardVariant::kShort;
+    bool d256 = args.shape.head_dim == 256 && args.shape.value_head_dim() == 256;
+    return d256 ? kernels::ForwardVariant::kShort : kernels::ForwardVariant::kDefault;
   }
   return variant;
 }

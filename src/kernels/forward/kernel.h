@@ -17,6 +17,14 @@ namespace warpflash::kernels {
 
 using namespace cute;
 
+// gridDim.x, read again at each use: held through the tile loop, it was what the general
+// loop's producer thread spilled (ptxas kept it in a register rather than reloading it).
+CUTE_DEVICE unsigned grid_size() {
+  unsigned size;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(size));
+  return size;
+}
+
 // FP8's descale of a tile's (batch, K/V head), 1 where none is given.
 template <class Params>
 CUTE_DEVICE float descale(Params const& params, float const* descales, TileCoord tile) {
@@ -154,7 +162,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // ends the loop.
   bool dynamic_tiles = kGeneralLoop && params.tile_counter != nullptr;
   auto static_index = [&](int round) {
-    return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, gridDim.x, round);
+    return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, kGeneralLoop ? grid_size() : gridDim.x, round);
   };
   // Producer and consumers walk the same rounds, so their pipeline states and barrier
   // phases stay in step: visit(round, index, tile, work) for each of the CTA's tiles, or
@@ -212,7 +220,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto write = cutlass::make_producer_start_state<PipelineKV>();
     auto next_index = [&](int round) {
       if (!dynamic_tiles) return static_index(round);
-      unsigned index = round == 0 ? blockIdx.x : gridDim.x + atomicAdd(params.tile_counter, 1u);
+      unsigned index = round == 0 ? blockIdx.x : grid_size() + atomicAdd(params.tile_counter, 1u);
       if (index >= num_indices()) {  // the end, passed on to the consumers
         Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
       }

@@ -68,16 +68,18 @@ Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
   CUtensorMapDataType type = std::is_same_v<Element, cutlass::half_t> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                                        : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   AttentionShape const& shape = args.shape;
+  paged.run_rows = run_rows;
+  bool whole_blocks = paged.whole_blocks(Traits::kHeadDim / Traits::kAtomColumnsK,
+                                         Traits::kHeadDimV / Traits::kAtomColumnsV, Traits::kBlockN);
   Status status = make_paged_tma(paged.tma_k, args.k, type, sizeof(Element), Traits::kHeadDim, args.page_size,
-                                 shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, run_rows);
+                                 shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, run_rows, whole_blocks);
   if (!status.ok()) return status;
   status = make_paged_tma(paged.tma_v, args.v, type, sizeof(Element), Traits::kHeadDimV, args.page_size,
-                          shape.heads_kv, args.num_pages, Traits::kAtomColumnsV, run_rows);
+                          shape.heads_kv, args.num_pages, Traits::kAtomColumnsV, run_rows, whole_blocks);
   if (!status.ok()) return status;
   paged.page_table = args.page_table;
   paged.table_batch_stride = static_cast<int>(args.page_table_batch_stride);
   paged.page_size = static_cast<int>(args.page_size);
-  paged.run_rows = run_rows;
   paged.num_pages = static_cast<int>(args.num_pages);
   return Status::Ok();
 }

@@ -196,21 +196,25 @@ struct ForwardMainloop {
     return cute::make_tuple(load_q, load_kv);
   }
 
-  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv: K's and V's
-  // slots are acquired first, then each run's page is looked up once for both.
+  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv.
   CUTE_DEVICE static auto paged_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                          PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
     return [&params, &storage, &pipeline_k, &pipeline_v, tile, offset_k = work.offset_k,
-            key_end = work.offset_k + work.mask.seqlen_k](int n_block, PipelineState& write) {
+            seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
+      constexpr int kAtomsK = Traits::kHeadDim / Traits::kAtomColumnsK;
+      constexpr int kAtomsV = Traits::kHeadDimV / Traits::kAtomColumnsV;
+      constexpr bool kWhole = PagedKv::whole_blocks_allowed(kAtomsK, kAtomsV);
       Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
       Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+      int kv_head = tile.head / params.heads_per_kv_head, first = n_block * Traits::kBlockN;
       pipeline_k.producer_acquire(write);
+      params.paged.template load_block<Traits::kBlockN, kAtomsK, Traits::kAtomColumnsK, kWhole>(
+          params.paged.tma_k, *pipeline_k.producer_get_barrier(write), sK(_, _, write.index()), tile.batch, kv_head,
+          offset_k + first, seqlen_k - first);
       pipeline_v.producer_acquire(write);
-      params.paged.template load_block<Traits::kBlockN, Traits::kHeadDim, Traits::kHeadDimV, Traits::kAtomColumnsK,
-                                       Traits::kAtomColumnsV>(
-          *pipeline_k.producer_get_barrier(write), *pipeline_v.producer_get_barrier(write), sK(_, _, write.index()),
-          sV(_, _, write.index()), tile.batch, tile.head / params.heads_per_kv_head,
-          offset_k + n_block * Traits::kBlockN, key_end);
+      params.paged.template load_block<Traits::kBlockN, kAtomsV, Traits::kAtomColumnsV, kWhole>(
+          params.paged.tma_v, *pipeline_v.producer_get_barrier(write), sV(_, _, write.index()), tile.batch, kv_head,
+          offset_k + first, seqlen_k - first);
       ++write;
     };
   }

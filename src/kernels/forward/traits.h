@@ -77,14 +77,17 @@ struct ForwardTraits {
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
   static constexpr int kConsumerRegisters =
       kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : 160;
-  // The general loop's producer thread also walks per-sequence key offsets and paged
-  // caches (paged_kv.h): with two consumer warpgroups of d <= 128 it takes 32 registers,
-  // the consumers 232 (24 spilled); d=256's consumers need their 240, so its default
-  // kernel loads no paged cache (the short one, with 40, does: forward_variant_of()).
-  static constexpr bool kGeneralRoomyProducer = kConsumerWarpgroups == 2 && !kRoomyProducer && !kFp8 && kHeadDim <= 128;
+  // Paged caches (paged_kv.h) load in the default kernels and d=256's short one
+  // (forward_variant_of() routes them there). Their general loop's producer thread then
+  // needs 32 registers: with two consumer warpgroups of d <= 128 the consumers give up 8
+  // (232; at 24 the producer spilled); d=256's default kernel, whose consumers need their
+  // 240, loads none (the short one, with a 40-register producer, does).
+  static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
+  static constexpr bool kGeneralRoomyProducer =
+      kPagedVariant && kConsumerWarpgroups == 2 && !kRoomyProducer && !kFp8 && kHeadDim <= 128;
   static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 32 : kProducerRegisters;
   static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
-  static constexpr bool kPagedKv = !kFp8 && (kGeneralProducerRegisters >= 32);
+  static constexpr bool kPagedKv = kPagedVariant && !kFp8 && kGeneralProducerRegisters >= 32;
   static_assert(kGeneralProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kGeneralConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
