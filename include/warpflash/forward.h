@@ -137,9 +137,12 @@ struct ForwardArgs {
   // row j % page_size of page page_table[b * page_table_batch_stride + j / page_size].
   // page_table: int32 on the device, max_pages entries per sequence; shape.seqlen_k is
   // at most max_pages * page_size and seqused_k (else seqlen_k) counts each sequence's
-  // keys. Any page size works; multiples of 8 load fastest (a TMA box per run of pages'
-  // rows). Not with cu_seqlens_k, kv_batch_idx or FP8. Page ids outside [0, num_pages)
-  // are the caller's contract: their keys read as zeros, never outside k and v.
+  // keys. Any page size: a K/V block (128 keys; 64 at head_dim 256) is loaded in runs of
+  // gcd(page_size, block) rows, one TMA box each, so pages of 64 rows and more load near
+  // the contiguous cache's speed and small ones slower (docs/benchmarks.md). Head dims
+  // 64, 128 and 256 (others return NotSupported). Not with cu_seqlens_k, kv_batch_idx or
+  // FP8. Page ids outside [0, num_pages) are the caller's contract: their keys read as
+  // zeros, never outside k and v.
   const int* page_table = nullptr;
   int64_t page_table_batch_stride = 0;
   int64_t max_pages = 0;

@@ -214,8 +214,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     sequences, sequence b at row cache_batch_idx[b], int32 (batch,)); or paged, with
     page_table int32 (batch, max_pages): k_cache, v_cache (num_pages, page_size, heads_kv,
     ...), sequence b's token t in row t % page_size of page page_table[b, t // page_size]
-    (any page size; powers of two from 16 load fastest). cache_seqlens, an int or int32
-    (batch,) CUDA tensor, how many of its tokens are filled (None: all). With k and v
+    (any page size, pages of 64 rows and more load fastest; head dims 64, 128, 256).
+    cache_seqlens, an int or int32 (batch,) CUDA tensor, how many of its tokens are filled
+    (None: all). With k and v
     (batch, seqlen_new, heads_kv, ...), the new tokens are written into the caches in place
     at cache_seqlens .. cache_seqlens + seqlen_new - 1 (the caller keeps those slots inside
     the cache and its pages) and attended in the same call. With rotary_cos and rotary_sin

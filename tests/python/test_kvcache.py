@@ -242,6 +242,18 @@ def test_rotary_matches_the_pairs_definition():
         assert torch.equal(y[..., 4:], x[..., 4:])
 
 
+@pytest.mark.parametrize("head_dim", [96, (192, 128)])
+def test_paged_cache_of_an_unsupported_head_dim_says_so(head_dim):
+    qk, v_dim = head_dim if isinstance(head_dim, tuple) else (head_dim, head_dim)
+    skip_unless_compiled(head_dim, torch.bfloat16)
+    q = torch.randn(2, 1, 8, qk, device="cuda", dtype=torch.bfloat16)
+    k_pages = torch.randn(4, 16, 2, qk, device="cuda", dtype=torch.bfloat16)
+    v_pages = torch.randn(4, 16, 2, v_dim, device="cuda", dtype=torch.bfloat16)
+    table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match=f"page_table is not supported with head_dim = {qk}"):
+        flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=20, page_table=table)
+
+
 @pytest.mark.parametrize("paged_cache", [False, True])
 def test_decode_step_in_a_cuda_graph(paged_cache):
     """A decode step with changing cache_seqlens replays from one capture."""

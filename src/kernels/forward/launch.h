@@ -56,7 +56,7 @@ Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
     return Status::NotSupported("warpflash::forward: page_table is not supported with head_dim = " +
                                 std::to_string(args.shape.head_dim) + " and head_dim_v = " +
                                 std::to_string(args.shape.value_head_dim()) +
-                                " (paged caches: head dims up to 128, and 256)");
+                                " (paged caches: head dims 64, 128 and 256)");
   }
   int run_rows = paged_run_rows(args.page_size, Traits::kBlockN);
   int row_bytes = Traits::kAtomColumnsV * int(sizeof(Element));

@@ -77,20 +77,6 @@ struct ForwardTraits {
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
   static constexpr int kConsumerRegisters =
       kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : 160;
-  // Paged caches (paged_kv.h) load in the default kernels and d=256's short one
-  // (forward_variant_of() routes them there). Their general loop's producer thread then
-  // needs 32 registers: with two consumer warpgroups of d <= 128 the consumers give up 8
-  // (232; at 24 the producer spilled); d=256's default kernel, whose consumers need their
-  // 240, loads none (the short one, with a 40-register producer, does).
-  static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
-  static constexpr bool kGeneralRoomyProducer =
-      kPagedVariant && kConsumerWarpgroups == 2 && !kRoomyProducer && !kFp8 && kHeadDim <= 128;
-  static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 32 : kProducerRegisters;
-  static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
-  static constexpr bool kPagedKv = kPagedVariant && !kFp8 && kGeneralProducerRegisters >= 32;
-  static_assert(kGeneralProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kGeneralConsumerRegisters <=
-                    (kConsumerWarpgroups == 2 ? 504 : 512),
-                "setmaxnreg budgets exceed the CTA's launch allocation");
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
@@ -132,6 +118,23 @@ struct ForwardTraits {
 
   using SmemAtom = SmemAtomOfRow<Element, kHeadDim>;
   using SmemAtomV = SmemAtomOfRow<Element, kHeadDimV>;
+  // Paged caches (paged_kv.h) load in the default kernels and d=256's short one
+  // (forward_variant_of() routes them there), where the producer thread has the registers:
+  // rows of one or two swizzle atoms (d = 64, 128) with 32 of them (the 2-consumer-
+  // warpgroup kernels' consumers give up 8: 232; at 24 the producer spilled), or the short
+  // kernel's 40. Not d=96's three 64-byte atoms a row (its producer spilled at 32), nor
+  // d=192's or d=256's default kernels, whose consumers need their 240.
+  static constexpr int kAtomsPerRow = kHeadDim / decltype(size<1>(SmemAtom{}))::value;
+  static constexpr int kAtomsPerRowV = kHeadDimV / decltype(size<1>(SmemAtomV{}))::value;
+  static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
+  static constexpr bool kPagedKv =
+      kPagedVariant && !kFp8 && (kRoomyProducer || (kAtomsPerRow <= 2 && kAtomsPerRowV <= 2 && kHeadDim <= 128));
+  static constexpr bool kGeneralRoomyProducer = kPagedKv && kConsumerWarpgroups == 2 && !kRoomyProducer;
+  static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 32 : kProducerRegisters;
+  static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
+  static_assert(kGeneralProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kGeneralConsumerRegisters <=
+                    (kConsumerWarpgroups == 2 ? 504 : 512),
+                "setmaxnreg budgets exceed the CTA's launch allocation");
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<BlockM, HeadDim>{}));
   using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<BlockN, HeadDim, Stages>{}));
   using SmemLayoutV = decltype(tile_to_shape(SmemAtomV{}, Shape<BlockN, HeadDimV, Stages>{}));
