@@ -24,6 +24,13 @@ def reference_over_cache(q, k_cache, v_cache, seqused, scale, causal, dtype=torc
     return torch.cat(outs), torch.cat(lses)
 
 
+def check_over_cache(out, q, k_cache, v_cache, seqused, scale, causal):
+    """check_close against reference_over_cache in float64 and in q's precision."""
+    ref, _ = reference_over_cache(q, k_cache, v_cache, seqused, scale, causal)
+    low, _ = reference_over_cache(q, k_cache, v_cache, seqused, scale, causal, dtype=q.dtype)
+    check_close(out, ref, low, "out")
+
+
 def check_close(out, ref, low, what):
     """FlashAttention's criterion: error at most twice that of attention in the input precision."""
     err = (out.double() - ref).abs().max().item()
@@ -127,10 +134,7 @@ def test_append_into_pages():
         for t in range(n + 3):
             page, row = table[b, t // page_size], t % page_size
             assert torch.equal(k_pages[page, row], k_cache[b, t]) and torch.equal(v_pages[page, row], v_cache[b, t])
-    used = [n + 3 for n in lengths]
-    ref, _ = reference_over_cache(q, k_cache, v_cache, used, d ** -0.5, True)
-    low, _ = reference_over_cache(q, k_cache, v_cache, used, d ** -0.5, True, dtype=dtype)
-    check_close(out, ref, low, "out")
+    check_over_cache(out, q, k_cache, v_cache, [n + 3 for n in lengths], d ** -0.5, True)
 
 
 @pytest.mark.parametrize("page_size", [16, 256])
@@ -189,10 +193,7 @@ def test_append_with_rotary_in_place(interleaved, causal, seqlen_new):
     out = flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin,
                                   cache_seqlens=cache_seqlens, causal=causal, rotary_interleaved=interleaved)
     assert torch.equal(k_cache, k_expected) and torch.equal(v_cache, v_expected), "cache not updated in place"
-    used = [n + seqlen_new for n in lengths]
-    ref, _ = reference_over_cache(q_rot, k_expected, v_expected, used, head_dim ** -0.5, causal)
-    low, _ = reference_over_cache(q_rot, k_expected, v_expected, used, head_dim ** -0.5, causal, dtype=dtype)
-    check_close(out, ref, low, "out")
+    check_over_cache(out, q_rot, k_expected, v_expected, [n + seqlen_new for n in lengths], head_dim ** -0.5, causal)
 
 
 @pytest.mark.parametrize("num_splits", [0, 1])
