@@ -112,6 +112,32 @@ def test_paged_cache(page_size, head_dim, causal):
         assert torch.allclose(lse[finite].double(), lse_ref[finite], atol=1e-3, rtol=1e-3)
 
 
+@pytest.mark.parametrize("page_size", [1, 16, 256])
+@pytest.mark.parametrize("layout", ["kv_in_one_buffer", "v_rows_padded"])
+def test_paged_cache_views(page_size, layout):
+    """Pages as views: vLLM's (num_pages, 2, page_size, heads, d) buffer (V at K's strides, its
+    own start), and V rows padded (strides that are not K's)."""
+    skip_unless_compiled(128, torch.bfloat16)
+    dtype, batch, s_cache, hq, hkv, d = torch.bfloat16, 3, 700, 8, 2, 128
+    torch.manual_seed(page_size)
+    q = torch.randn(batch, 2, hq, d, device="cuda", dtype=dtype)
+    k_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
+    k_pages, table = paged(k_cache, page_size, seed=1)
+    v_pages, _ = paged(v_cache, page_size, seed=1)
+    if layout == "kv_in_one_buffer":
+        buffer = torch.stack([k_pages, v_pages], dim=1)
+        k_pages, v_pages = buffer[:, 0], buffer[:, 1]
+    else:
+        padded = torch.randn(*v_pages.shape[:-1], d + 64, device="cuda", dtype=dtype)
+        padded[..., :d] = v_pages
+        v_pages = padded[..., :d]
+    lengths = [s_cache, 333, 2]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    out = flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens, page_table=table, causal=True)
+    check_over_cache(out, q, k_cache, v_cache, lengths, d ** -0.5, True)
+
+
 def test_append_into_pages():
     """New tokens land in the pages the table names, at cache_seqlens, across a page edge."""
     skip_unless_compiled(128, torch.bfloat16)

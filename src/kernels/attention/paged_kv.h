@@ -5,13 +5,19 @@
 // inside one page, with TMA from a tensor map of its own over (atom columns, page_size,
 // atoms, heads_kv, num_pages): where a run is the whole block (pages that are multiples
 // of block_n) one box covers all of its atoms, as the contiguous loads do (PagedKv::
-// whole_blocks); otherwise one box per atom. With page sizes that are multiples of 8 a run is whole 8-row swizzle
-// atoms; smaller runs land inside an atom (TMA swizzles by the shared-memory address, as
-// the WGMMA reads it).
+// whole_blocks); otherwise one box per atom.
+// Runs shorter than kGatherBelowRows (page sizes that are not multiples of 16, page size 1)
+// would take a box per run and atom from one thread (page 1: 512 a block; a TMA
+// instruction takes uniform registers, so a warp's lanes cannot issue theirs in
+// parallel). There the whole producer warp gathers the block with 16-byte cp.async
+// instead (find_rows, copy_rows): decode over pages of 1 row went from 20x to 2.5x the
+// contiguous cache's time; at 16 rows the gather measured no faster than the boxes
+// (docs/perf-notes.md).
 #pragma once
 
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include <cuda.h>
 #include <cute/arch/copy_sm90_desc.hpp>
@@ -19,19 +25,44 @@
 #include <cute/tensor.hpp>
 #include <cutlass/cuda_host_adapter.hpp>
 
+#include "kernels/attention/fast_divmod.h"
 #include "warpflash/status.h"
 #include "warpflash/tensor.h"
 
 namespace warpflash::kernels {
 
+// The gather's layout (PagedKv::copy_rows): each copy instruction moves one 128-byte swizzle
+// atom row of 4 rows (8 lanes a row, 16 bytes a lane), so lane l copies rows l / 8 + 4 i,
+// chunk l % 8 of each of their kAtoms atoms. The offsets of a lane's rows lie one after
+// another in shared memory (entry(r)).
+template <int kBlockN, int kDim, class Element>
+struct GatherRows {
+  static constexpr int kAtoms = kDim * int(sizeof(Element)) / 128;
+  static_assert(kAtoms * 128 == kDim * int(sizeof(Element)), "rows of whole 128-byte atoms");
+  static constexpr int kRowsPerLane = kBlockN / 4;
+  CUTE_HOST_DEVICE static constexpr int entry(int row) { return row % 4 * kRowsPerLane + row / 4; }
+};
+
 struct PagedKv {
+  // A paged K or V for the gather: its first element and strides, in bytes (16-byte
+  // multiples, as TMA needs them too; row offsets in 64 bits: caches may exceed 4 GB).
+  struct Rows {
+    char const* data = nullptr;
+    int64_t page_stride = 0, row_stride = 0, head_stride = 0;
+  };
+  static constexpr int kGatherBelowRows = 16;
+
   cute::TmaDescriptor tma_k;  // boxes of (atom columns, run_rows, atoms or 1, 1, 1)
   cute::TmaDescriptor tma_v;
+  Rows rows_k, rows_v;
   int const* page_table = nullptr;  // null: K and V are not paged
   int table_batch_stride = 0;  // batch * stride + max_pages < 2^31 (validated)
   int page_size = 0;
   int run_rows = 0;
   int num_pages = 0;
+  FastDivmod by_page_size;
+  bool gather = false;  // runs of fewer than kGatherBelowRows rows: find_rows and copy_rows, not TMA
+  bool v_rows_of_k = false;  // V's strides are K's: its rows lie at K's offsets (gather)
 
   CUTE_HOST_DEVICE bool active() const { return page_table != nullptr; }
   // Whether a K/V block is loaded with one box for all its atoms (the maps' boxes then
@@ -78,7 +109,99 @@ struct PagedKv {
     }
   }
   static constexpr uint64_t kCacheHint = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+
+  // The gather, in two parts by the producer warp, both for the same block as load_block.
+  // find_rows: lane l finds where keys l, l + 32, ... of the block lie (page from the
+  // table, row in the page) and stores their byte offsets from the cache's start at `rows`
+  // (kBlockN int64 in shared memory). V reuses K's offsets where their strides agree.
+  template <int kBlockN, int kDim, class Element>
+  CUTE_DEVICE void find_rows(Rows const& cache, uint32_t rows, int batch, int kv_head, int first_key, int keys) const {
+    static_assert(kBlockN % 32 == 0, "whole lanes per block");
+    int lane = lane_id();
+    int const* table = page_table + batch * table_batch_stride;
+#pragma unroll 1
+    for (int row = lane; row < kBlockN; row += 32) {
+      unsigned in_page;
+      unsigned page_index = by_page_size.divmod(unsigned(first_key + row), in_page);
+      int64_t offset = kv_head * cache.head_stride;
+      if (row < keys) offset += table[page_index] * cache.page_stride + in_page * cache.row_stride;
+      asm volatile("st.shared.s64 [%0], %1;" ::"r"(rows + GatherRows<kBlockN, kDim, Element>::entry(row) * 8),
+                   "l"(offset)
+                   : "memory");
+    }
+    __syncwarp();
+  }
+
+  // copy_rows: 16-byte cp.async of the rows find_rows found into the swizzled tile at
+  // shared-memory address `stage` (GatherRows: lane l copies rows l / 8 + 4 i). Rows past
+  // the keys read zeros (src-size 0). The barrier completes once every lane's copies have
+  // landed (cp.async.mbarrier.arrive, counted on top of the barrier's one arrival, which
+  // lane 0 makes after every lane has issued its copies); the consumers fence the
+  // generic-proxy writes before their WGMMAs read them. A lane's row costs a shared load,
+  // a 64-bit add and a compare, then one copy per atom whose addresses are registers plus
+  // immediates (one warp issues all of a block's copies: instructions per copy set its
+  // pace; with a shuffle per copy for its row's address, decode over 1-row pages took
+  // 831 us, now 608).
+  template <int kBlockN, int kDim, class Element>
+  CUTE_DEVICE void copy_rows(Rows const& cache, uint32_t rows, uint64_t& barrier, uint32_t stage, int keys) const {
+    using Layout = GatherRows<kBlockN, kDim, Element>;
+    int lane = lane_id();
+    int chunk = lane % 8, sub = lane / 8;
+    // Tile layout (gather_layout_matches): atom a of row r at a * kBlockN * 128 + r * 128,
+    // chunk c at (c ^ (r % 8)) * 16 in it (the 128-byte swizzle). r % 8 = sub + 4 (i % 2):
+    // two destinations, the rest immediates.
+    uint32_t to_even = stage + sub * 128 + ((chunk ^ sub) * 16);
+    uint32_t to_odd = stage + sub * 128 + ((chunk ^ (sub + 4)) * 16);
+    uint32_t lane_rows = rows + Layout::entry(sub) * 8;
+    char const* from = cache.data + chunk * 16;
+    int rows_left = keys - sub;  // row sub + 4 i is a key while 4 i is below this
+    CUTE_UNROLL
+    for (int i = 0; i < Layout::kRowsPerLane; ++i) {
+      int64_t offset;
+      asm volatile("ld.shared.s64 %0, [%1];" : "=l"(offset) : "r"(lane_rows + i * 8));
+      char const* source = from + offset;
+      uint32_t size = 4 * i < rows_left ? 16 : 0;
+      CUTE_UNROLL
+      for (int atom = 0; atom < Layout::kAtoms; ++atom) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((i % 2 == 0 ? to_even : to_odd) +
+                                                                          (4 * i * 128 + atom * kBlockN * 128)),
+                     "l"(source + atom * 128), "r"(size)
+                     : "memory");
+      }
+    }
+    uint32_t full = cute::cast_smem_ptr_to_uint(&barrier);
+    asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(full) : "memory");
+    __syncwarp();  // also: every lane has read `rows` before the next block's rows replace them
+    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
+  }
+
+  // The lane, read where used (volatile): ptxas would otherwise hoist the lane's addresses
+  // out of the producer's tile loop and spill them.
+  CUTE_DEVICE static int lane_id() {
+    int lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+  }
 };
+
+// Whether a K/V tile layout (rows, columns, stages) of 16-bit elements puts chunk c (16 bytes)
+// of row r where PagedKv::copy_rows writes it: unswizzled at (c / 8) * kRows * 128 +
+// r * 128 + (c % 8) * 16, with the 128-byte swizzle on the shared-memory address (bits 4-6
+// xor bits 7-9: chunk c % 8 xor r % 8, stages 1024-byte aligned). Checked on the first 16
+// rows and the last.
+template <class Layout, int kRows, int kDim>
+constexpr bool gather_layout_matches() {
+  if (!std::is_same_v<decltype(cute::get_swizzle_portion(Layout{})), cute::Swizzle<3, 4, 3>>) return false;
+  auto unswizzled = cute::get_nonswizzle_portion(Layout{});
+  for (int row = 0; row < kRows; row = row == 15 ? kRows - 1 : row + 1) {
+    for (int chunk = 0; chunk < kDim / 8; ++chunk) {
+      if (int(unswizzled(row, chunk * 8, 0)) * 2 != (chunk / 8) * kRows * 128 + row * 128 + (chunk % 8) * 16) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
 
 // The tensor map of a paged K or V (view: (num_pages, page_size, heads_kv, dim)) over
 // (atom_columns, page_size, dim / atom_columns, heads, num_pages), with the swizzle of

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
     if constexpr (Traits::kTmaStoreO) cute::prefetch_tma_descriptor(params.tma_o.get_tma_descriptor());
-    if (params.paged.active()) {
+    if (params.paged.active() && !params.paged.gather) {
       cute::prefetch_tma_descriptor(&params.paged.tma_k);
       cute::prefetch_tma_descriptor(&params.paged.tma_v);
     }
@@ -216,29 +216,55 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         return;
       }
     }
-    if (threadIdx.x != 0) return;
-    auto write = cutlass::make_producer_start_state<PipelineKV>();
-    auto next_index = [&](int round) {
-      if (!dynamic_tiles) return static_index(round);
-      unsigned index = round == 0 ? blockIdx.x : grid_size() + atomicAdd(params.tile_counter, 1u);
-      if (index >= num_indices()) {  // the end, passed on to the consumers
-        Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
+    // One thread loads, or, with a gathered paged cache (paged_kv.h), the first warp: its
+    // lane 0 then does what the one thread does but the K/V loads.
+    auto produce = [&](auto gathers) {
+      constexpr bool kGathers = decltype(gathers)::value;
+      // Lane 0 of the warp, read where needed: a register held through the tile loop
+      // spilled the 32-register producers.
+      auto leader = [] {
+        if constexpr (!kGathers) {
+          return true;
+        } else {
+          return PagedKv::lane_id() == 0;
+        }
+      };
+      auto write = cutlass::make_producer_start_state<PipelineKV>();
+      auto next_index = [&](int round) {
+        if (!dynamic_tiles) return static_index(round);
+        unsigned index = 0;
+        if (leader()) index = round == 0 ? blockIdx.x : grid_size() + atomicAdd(params.tile_counter, 1u);
+        if constexpr (kGathers) index = __shfl_sync(0xffffffff, index, 0);
+        if (index >= num_indices() && leader()) {  // the end, passed on to the consumers
+          Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
+        }
+        return index;
+      };
+      for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
+        if (work.empty()) {
+          if (leader()) Mainloop::template pass_q_empty_tile_producer<kGeneralLoop>(storage, round, index);
+        } else if constexpr (kGathers) {
+          Mainloop::load_gathered(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
+        } else {
+          Mainloop::template load<kGeneralLoop>(params, storage, pipeline_k, pipeline_v, write, index, tile, work,
+                                                round);
+        }
+      });
+      // The CTA stays until the partner's consumers have released every slot (they arrive
+      // on this CTA's barriers).
+      if constexpr (Traits::kClusterM > 1) {
+        pipeline_k.producer_tail(write);
+        pipeline_v.producer_tail(write);
       }
-      return index;
     };
-    for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
-      if (work.empty()) {
-        Mainloop::template pass_q_empty_tile_producer<kGeneralLoop>(storage, round, index);
-      } else {
-        Mainloop::template load<kGeneralLoop>(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
+    if constexpr (kGeneralLoop && Traits::kPagedKv) {
+      if (params.paged.gather) {
+        if (threadIdx.x < cutlass::NumThreadsPerWarp) produce(std::true_type{});
+        return;
       }
-    });
-    // The CTA stays until the partner's consumers have released every slot (they arrive
-    // on this CTA's barriers).
-    if constexpr (Traits::kClusterM > 1) {
-      pipeline_k.producer_tail(write);
-      pipeline_v.producer_tail(write);
     }
+    if (threadIdx.x != 0) return;
+    produce(std::false_type{});
   } else {
     if constexpr (kWarpSpecialization) {
       cutlass::arch::warpgroup_reg_alloc<kGeneralLoop ? Traits::kGeneralConsumerRegisters : Traits::kConsumerRegisters>();

@@ -47,8 +47,8 @@ Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Pa
   return Status::Ok();
 }
 
-// A paged KV cache's tensor maps and table (paged_kv.h). Runs of fewer than 8 rows start
-// inside a swizzle atom: their first row must still be 128-byte aligned for TMA.
+// A paged KV cache's tensor maps, table and gather addressing (paged_kv.h). The maps serve
+// runs of kGatherBelowRows and more (whole swizzle atoms); shorter runs are gathered.
 template <class Traits>
 Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
   using Element = typename Traits::Element;
@@ -58,30 +58,36 @@ Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
                                 std::to_string(args.shape.value_head_dim()) +
                                 " (paged caches: head dims 64, 128 and 256)");
   }
-  int run_rows = paged_run_rows(args.page_size, Traits::kBlockN);
-  int row_bytes = Traits::kAtomColumnsV * int(sizeof(Element));
-  if (run_rows * Traits::kAtomColumnsK * int(sizeof(Element)) % 128 != 0 || run_rows * row_bytes % 128 != 0) {
-    return Status::NotSupported("warpflash::forward: page_size = " + std::to_string(args.page_size) +
-                                " is not supported with head_dim = " + std::to_string(args.shape.head_dim) +
-                                ": this head dim's pages need an even number of rows");
-  }
-  CUtensorMapDataType type = std::is_same_v<Element, cutlass::half_t> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  AttentionShape const& shape = args.shape;
-  paged.run_rows = run_rows;
-  bool whole_blocks = paged.whole_blocks(Traits::kHeadDim / Traits::kAtomColumnsK,
-                                         Traits::kHeadDimV / Traits::kAtomColumnsV, Traits::kBlockN);
-  Status status = make_paged_tma(paged.tma_k, args.k, type, sizeof(Element), Traits::kHeadDim, args.page_size,
-                                 shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, run_rows, whole_blocks);
-  if (!status.ok()) return status;
-  status = make_paged_tma(paged.tma_v, args.v, type, sizeof(Element), Traits::kHeadDimV, args.page_size,
-                          shape.heads_kv, args.num_pages, Traits::kAtomColumnsV, run_rows, whole_blocks);
-  if (!status.ok()) return status;
   paged.page_table = args.page_table;
   paged.table_batch_stride = static_cast<int>(args.page_table_batch_stride);
   paged.page_size = static_cast<int>(args.page_size);
   paged.num_pages = static_cast<int>(args.num_pages);
-  return Status::Ok();
+  paged.run_rows = paged_run_rows(args.page_size, Traits::kBlockN);
+  paged.gather = paged.run_rows < PagedKv::kGatherBelowRows;
+  if (paged.gather) {
+    auto rows_of = [](TensorView4d const& view) {
+      int64_t bytes = sizeof(Element);
+      return PagedKv::Rows{static_cast<char const*>(view.data), view.batch_stride * bytes,
+                           view.seqlen_stride * bytes, view.head_stride * bytes};
+    };
+    paged.rows_k = rows_of(args.k);
+    paged.rows_v = rows_of(args.v);
+    paged.v_rows_of_k = paged.rows_v.page_stride == paged.rows_k.page_stride &&
+                        paged.rows_v.row_stride == paged.rows_k.row_stride &&
+                        paged.rows_v.head_stride == paged.rows_k.head_stride;
+    paged.by_page_size = FastDivmod(unsigned(args.page_size));
+    return Status::Ok();
+  }
+  CUtensorMapDataType type = std::is_same_v<Element, cutlass::half_t> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  AttentionShape const& shape = args.shape;
+  bool whole_blocks = paged.whole_blocks(Traits::kHeadDim / Traits::kAtomColumnsK,
+                                         Traits::kHeadDimV / Traits::kAtomColumnsV, Traits::kBlockN);
+  Status status = make_paged_tma(paged.tma_k, args.k, type, sizeof(Element), Traits::kHeadDim, args.page_size,
+                                 shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, paged.run_rows, whole_blocks);
+  if (!status.ok()) return status;
+  return make_paged_tma(paged.tma_v, args.v, type, sizeof(Element), Traits::kHeadDimV, args.page_size,
+                        shape.heads_kv, args.num_pages, Traits::kAtomColumnsV, paged.run_rows, whole_blocks);
 }
 
 template <class Traits>

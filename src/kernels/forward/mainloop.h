@@ -196,10 +196,11 @@ struct ForwardMainloop {
     return cute::make_tuple(load_q, load_kv);
   }
 
-  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv.
+  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv. (Keys count from
+  // the sequence's first: paged caches have no cu_seqlens_k, so work.offset_k is 0.)
   CUTE_DEVICE static auto paged_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                          PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
-    return [&params, &storage, &pipeline_k, &pipeline_v, tile, offset_k = work.offset_k,
+    return [&params, &storage, &pipeline_k, &pipeline_v, tile,
             seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
       constexpr int kAtomsK = Traits::kHeadDim / Traits::kAtomColumnsK;
       constexpr int kAtomsV = Traits::kHeadDimV / Traits::kAtomColumnsV;
@@ -210,13 +211,56 @@ struct ForwardMainloop {
       pipeline_k.producer_acquire(write);
       params.paged.template load_block<Traits::kBlockN, kAtomsK, Traits::kAtomColumnsK, kWhole>(
           params.paged.tma_k, *pipeline_k.producer_get_barrier(write), sK(_, _, write.index()), tile.batch, kv_head,
-          offset_k + first, seqlen_k - first);
+          first, seqlen_k - first);
       pipeline_v.producer_acquire(write);
       params.paged.template load_block<Traits::kBlockN, kAtomsV, Traits::kAtomColumnsV, kWhole>(
           params.paged.tma_v, *pipeline_v.producer_get_barrier(write), sV(_, _, write.index()), tile.batch, kv_head,
-          offset_k + first, seqlen_k - first);
+          first, seqlen_k - first);
       ++write;
     };
+  }
+
+  // A paged cache of small pages: the producer warp gathers each K/V block (paged_kv.h),
+  // waiting only for the slot to be free (the barrier counts no transaction bytes).
+  CUTE_DEVICE static auto gathered_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                            PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
+    return [&params, &storage, &pipeline_k, &pipeline_v, tile,
+            seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
+      Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+      Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+      int kv_head = tile.head / params.heads_per_kv_head, first = n_block * Traits::kBlockN;
+      static_assert(gather_layout_matches<typename Traits::SmemLayoutK, Traits::kBlockN, Traits::kHeadDim>() &&
+                        gather_layout_matches<typename Traits::SmemLayoutV, Traits::kBlockN, Traits::kHeadDimV>());
+      uint32_t rows = cast_smem_ptr_to_uint(storage.gather_rows);
+      int keys = seqlen_k - first;
+      PagedKv const& paged = params.paged;
+      storage.pipeline_k.empty_barrier_[write.index()].wait(write.phase());
+      paged.template find_rows<Traits::kBlockN, Traits::kHeadDim, Element>(paged.rows_k, rows, tile.batch, kv_head,
+                                                                           first, keys);
+      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDim, Element>(
+          paged.rows_k, rows, *pipeline_k.producer_get_barrier(write), cast_smem_ptr_to_uint(&sK(0, 0, write.index())),
+          keys);
+      storage.pipeline_v.empty_barrier_[write.index()].wait(write.phase());
+      if (!paged.v_rows_of_k) {
+        paged.template find_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(paged.rows_v, rows, tile.batch, kv_head,
+                                                                              first, keys);
+      }
+      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(
+          paged.rows_v, rows, *pipeline_v.producer_get_barrier(write), cast_smem_ptr_to_uint(&sV(0, 0, write.index())),
+          keys);
+      ++write;
+    };
+  }
+  // The producer warp's loads of a tile with a gathered paged cache: one lane loads Q.
+  CUTE_DEVICE static void load_gathered(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                        PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
+                                        TileWork const& work, int round) {
+    auto loads = tile_loads<true>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+    auto load_q = [&] {
+      if (cute::elect_one_sync()) get<0>(loads)();
+      __syncwarp();
+    };
+    load_blocks(load_q, gathered_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
   }
 
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
@@ -468,6 +512,15 @@ struct ForwardMainloop {
       }
     };
 
+    // A K/V slot is full. A gathered paged cache (paged_kv.h) wrote it with cp.async, in the
+    // generic proxy: a proxy fence before the WGMMAs read it through the async proxy.
+    auto wait_kv = [&](auto& pipeline, PipelineState state) {
+      pipeline.consumer_wait(state);
+      if constexpr (kGeneralMask && Traits::kPagedKv) {
+        if (params.paged.gather) cutlass::arch::fence_view_async_shared();
+      }
+    };
+
     cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
     if constexpr (kGeneralMask) {
       if (params.q_rows != nullptr) load_q_rows(params, storage, round, tile, work.mask.rows(), consumer_tid);
@@ -476,7 +529,7 @@ struct ForwardMainloop {
     // The first block: S only (O is still zero, nothing to rescale).
     int n_block = work.n_block_end - 1;
     read_kv_scales(n_block);
-    pipeline_k.consumer_wait(read_k);
+    wait_kv(pipeline_k, read_k);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
     pingpong.pass_turn();
@@ -499,8 +552,8 @@ struct ForwardMainloop {
       n_block = n_block_begin + blocks_left - 1;
       read_kv_scales(n_block);
       PipelineState read_v = previous(read_k);
-      pipeline_k.consumer_wait(read_k);
-      pipeline_v.consumer_wait(read_v);
+      wait_kv(pipeline_k, read_k);
+      wait_kv(pipeline_v, read_v);
       pingpong.wait_turn();
       warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
       if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
@@ -525,7 +578,7 @@ struct ForwardMainloop {
     }
 
     PipelineState read_v = previous(read_k);  // read_k carries over to the CTA's next tile
-    pipeline_v.consumer_wait(read_v);
+    wait_kv(pipeline_v, read_v);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
     pingpong.pass_turn();

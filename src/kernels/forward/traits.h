@@ -119,18 +119,19 @@ struct ForwardTraits {
   using SmemAtom = SmemAtomOfRow<Element, kHeadDim>;
   using SmemAtomV = SmemAtomOfRow<Element, kHeadDimV>;
   // Paged caches (paged_kv.h) load in the default kernels and d=256's short one
-  // (forward_variant_of() routes them there), where the producer thread has the registers:
-  // rows of one or two swizzle atoms (d = 64, 128) with 32 of them (the 2-consumer-
-  // warpgroup kernels' consumers give up 8: 232; at 24 the producer spilled), or the short
-  // kernel's 40. Not d=96's three 64-byte atoms a row (its producer spilled at 32), nor
-  // d=192's or d=256's default kernels, whose consumers need their 240.
+  // (forward_variant_of() routes them there), where the producer has the registers: rows
+  // of one or two swizzle atoms (d = 64, 128) with 32 (three consumer warpgroups) or 40
+  // (two, whose consumers give up 8: 232; the gather spilled at 32, the TMA loads at 24),
+  // or the short kernel's 40. Not d=96's three 64-byte atoms a row (its producer spilled
+  // at 32), nor d=192's or d=256's default kernels, whose consumers need their 240.
   static constexpr int kAtomsPerRow = kHeadDim / decltype(size<1>(SmemAtom{}))::value;
   static constexpr int kAtomsPerRowV = kHeadDimV / decltype(size<1>(SmemAtomV{}))::value;
   static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
   static constexpr bool kPagedKv =
       kPagedVariant && !kFp8 && (kRoomyProducer || (kAtomsPerRow <= 2 && kAtomsPerRowV <= 2 && kHeadDim <= 128));
+  static_assert(!kPagedKv || kClusterM == 1, "paged loads signal this CTA's barriers only");
   static constexpr bool kGeneralRoomyProducer = kPagedKv && kConsumerWarpgroups == 2 && !kRoomyProducer;
-  static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 32 : kProducerRegisters;
+  static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 40 : kProducerRegisters;
   static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
   static_assert(kGeneralProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kGeneralConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
@@ -201,6 +202,8 @@ struct ForwardTraits {
     typename PipelineKV::SharedStorage pipeline_v;
     PipelineVtStorage pipeline_vt;  // FP8: V^T written, V^T read
     unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
+    // A gathered paged cache: where the keys of the block being loaded lie (paged_kv.h).
+    alignas(16) int64_t gather_rows[kPagedKv ? kBlockN : 2];
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
