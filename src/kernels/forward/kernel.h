@@ -10,6 +10,7 @@
 
 #include "kernels/forward/epilogue.h"
 #include "kernels/attention/tile_work.h"
+#include "kernels/forward/loads.h"
 #include "kernels/forward/mainloop.h"
 #include "kernels/forward/transpose_v.h"
 
@@ -41,6 +42,7 @@ template <class Traits, class Mask>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
   using Mainloop = ForwardMainloop<Traits>;
+  using Loads = ForwardLoads<Traits>;
   using PipelineKV = typename Traits::PipelineKV;
   extern __shared__ __align__(1024) char shared_memory[];
   auto& storage = *reinterpret_cast<typename Traits::SharedStorage*>(shared_memory);
@@ -244,9 +246,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         if (work.empty()) {
           if (leader()) Mainloop::template pass_q_empty_tile_producer<kGeneralLoop>(storage, round, index);
         } else if constexpr (kGathers) {
-          Mainloop::load_gathered(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
+          Loads::load_gathered(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
         } else {
-          Mainloop::template load<kGeneralLoop>(params, storage, pipeline_k, pipeline_v, write, index, tile, work,
+          Loads::template load<kGeneralLoop>(params, storage, pipeline_k, pipeline_v, write, index, tile, work,
                                                 round);
         }
       });
@@ -311,7 +313,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         } else {
           // Loads between the GEMMs: Q and the first kStages blocks up front, then block
           // n - kStages as soon as block n is released (after this thread's turn).
-          auto loads = Mainloop::template tile_loads<false>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+          auto loads = Loads::template tile_loads<false>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
           auto& load_q = get<0>(loads);
           auto& load_kv = get<1>(loads);
           if (is_consumer_that_loads) {

@@ -81,8 +81,7 @@ Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
   CUtensorMapDataType type = std::is_same_v<Element, cutlass::half_t> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                                        : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   AttentionShape const& shape = args.shape;
-  bool whole_blocks = paged.whole_blocks(Traits::kHeadDim / Traits::kAtomColumnsK,
-                                         Traits::kHeadDimV / Traits::kAtomColumnsV, Traits::kBlockN);
+  bool whole_blocks = paged.whole_blocks(Traits::kAtomsPerRow, Traits::kAtomsPerRowV, Traits::kBlockN);
   Status status = make_paged_tma(paged.tma_k, args.k, type, sizeof(Element), Traits::kHeadDim, args.page_size,
                                  shape.heads_kv, args.num_pages, Traits::kAtomColumnsK, paged.run_rows, whole_blocks);
   if (!status.ok()) return status;

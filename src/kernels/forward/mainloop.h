@@ -1,5 +1,6 @@
-// The forward main loop: the producer's TMA loads of Q and the K/V tiles, and the
-// consumers' S = Q K^T, masking, online softmax and O += P V over those tiles.
+// The forward main loop: the Q buffers' barriers the producer and the consumers share, and
+// the consumers' S = Q K^T, masking, online softmax and O += P V over the K/V tiles (the
+// producer's loads: loads.h).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -25,7 +26,6 @@ struct ForwardMainloop {
   using SharedStorage = typename Traits::SharedStorage;
   using PipelineKV = typename Traits::PipelineKV;
   using PipelineState = typename PipelineKV::PipelineState;
-  using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
 
   // The Q buffer of a CTA's tile in `round`, and the phase of its barriers. Every round
   // passes through the Q barriers, also a tile without work (see pass_q), so that the
@@ -116,182 +116,6 @@ struct ForwardMainloop {
           : "r"(barrier)
           : "memory");
     }
-  }
-
-  // A K/V load signalling `barrier` (at the same address in every CTA of the cluster).
-  template <class Tma>
-  CUTE_DEVICE static auto with_barrier(Tma const& tma, uint64_t& barrier) {
-    if constexpr (Traits::kClusterM == 1) {
-      return tma.with(barrier);
-    } else {
-      return tma.with(barrier, uint16_t((1u << Traits::kClusterM) - 1));
-    }
-  }
-
-  // The loads of one tile, issued by one thread: load_q() for its Q tile (into the buffer
-  // of the CTA's `round`, with the tile's scheduler index), load_kv(n_block, write) for one K/V
-  // block into the ring. Partial tiles at either end are filled with zeros by TMA and
-  // still count in full towards the barriers' transaction bytes.
-  template <bool kPublish>
-  CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                     PipelineKV& pipeline_v, unsigned index, TileCoord tile, TileWork const& work,
-                                     int round) {
-    Tensor sQ = smem_q(storage, round);
-    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-
-    int kv_head = tile.head / params.heads_per_kv_head;
-    // Packed (varlen) sequences start at their offset in batch 0's token dimension. Rows
-    // past a sequence's end belong to the next one: masked as keys, never stored as queries.
-    int batch_q = params.seq_q.batch_coord(tile.batch);
-    int batch_k = params.kv_batch_idx != nullptr ? params.kv_batch_idx[tile.batch] : params.seq_k.batch_coord(tile.batch);
-    Tensor mQ = domain_offset(make_coord(work.offset_q, _0{}),
-                              params.tma_q.get_tma_tensor(params.shape_q)(_, _, tile.head, batch_q));
-    Tensor mK = domain_offset(make_coord(work.offset_k, _0{}),
-                              params.tma_k.get_tma_tensor(params.shape_k)(_, _, kv_head, batch_k));
-    Tensor mV = domain_offset(make_coord(work.offset_k, _0{}),
-                              params.tma_v.get_tma_tensor(params.shape_v)(_, _, kv_head, batch_k));
-    Tensor gQ = local_tile(mQ, Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
-                           make_coord(tile.m_block, _0{}));
-    // (block_n, head_dim, n_block)
-    Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(mV, Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}, make_coord(_, _0{}));
-
-    auto tma_q = params.tma_q.get_slice(_0{});
-    // In a cluster this CTA loads its share of each K/V block (its slice) for both CTAs.
-    int cluster_rank = Traits::kClusterM == 1 ? 0 : int(cute::block_rank_in_cluster());
-    auto tma_k = params.tma_k.get_slice(cluster_rank);
-    auto tma_v = params.tma_v.get_slice(cluster_rank);
-    Tensor tQgQ = tma_q.partition_S(gQ);
-    Tensor tQsQ = tma_q.partition_D(sQ);
-    Tensor tKgK = tma_k.partition_S(gK);  // (TMA, TMA_N, TMA_K, n_block)
-    Tensor tKsK = tma_k.partition_D(sK);  // (TMA, TMA_N, TMA_K, stage)
-    Tensor tVgV = tma_v.partition_S(gV);
-    Tensor tVsV = tma_v.partition_D(sV);
-
-    auto load_q = [=, &params, &storage]() mutable {
-      int stage = q_stage(round);
-      // Packed GQA's rows: the consumers load them (load_q_rows), the buffer is marked
-      // full at once. (The general loop's producer only: kPublish.)
-      if constexpr (kPublish) {
-        if (params.q_rows != nullptr) {
-          pass_q_empty_tile_producer<true>(storage, round, index);
-          return;
-        }
-      }
-      wait_q_empty(storage, round);
-      if constexpr (kPublish) publish_tile_index(storage, round, index);
-      TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
-      copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
-    };
-    auto load_kv = [=, &params, &pipeline_k, &pipeline_v](int n_block, PipelineState& write) mutable {
-      pipeline_k.producer_acquire(write);
-      copy(with_barrier(params.tma_k, *pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, n_block),
-           tKsK(_, _, _, write.index()));
-      pipeline_v.producer_acquire(write);
-      copy(with_barrier(params.tma_v, *pipeline_v.producer_get_barrier(write)), tVgV(_, _, _, n_block),
-           tVsV(_, _, _, write.index()));
-      ++write;
-    };
-    return cute::make_tuple(load_q, load_kv);
-  }
-
-  // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv. (Keys count from
-  // the sequence's first: paged caches have no cu_seqlens_k, so work.offset_k is 0.)
-  CUTE_DEVICE static auto paged_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                         PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
-    return [&params, &storage, &pipeline_k, &pipeline_v, tile,
-            seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
-      constexpr int kAtomsK = Traits::kHeadDim / Traits::kAtomColumnsK;
-      constexpr int kAtomsV = Traits::kHeadDimV / Traits::kAtomColumnsV;
-      constexpr bool kWhole = PagedKv::whole_blocks_allowed(kAtomsK, kAtomsV);
-      Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-      Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-      int kv_head = tile.head / params.heads_per_kv_head, first = n_block * Traits::kBlockN;
-      pipeline_k.producer_acquire(write);
-      params.paged.template load_block<Traits::kBlockN, kAtomsK, Traits::kAtomColumnsK, kWhole>(
-          params.paged.tma_k, *pipeline_k.producer_get_barrier(write), sK(_, _, write.index()), tile.batch, kv_head,
-          first, seqlen_k - first);
-      pipeline_v.producer_acquire(write);
-      params.paged.template load_block<Traits::kBlockN, kAtomsV, Traits::kAtomColumnsV, kWhole>(
-          params.paged.tma_v, *pipeline_v.producer_get_barrier(write), sV(_, _, write.index()), tile.batch, kv_head,
-          first, seqlen_k - first);
-      ++write;
-    };
-  }
-
-  // A paged cache of small pages: the producer warp gathers each K/V block (paged_kv.h),
-  // waiting only for the slot to be free (the barrier counts no transaction bytes).
-  CUTE_DEVICE static auto gathered_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                            PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
-    return [&params, &storage, &pipeline_k, &pipeline_v, tile,
-            seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
-      Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-      Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-      int kv_head = tile.head / params.heads_per_kv_head, first = n_block * Traits::kBlockN;
-      static_assert(gather_layout_matches<typename Traits::SmemLayoutK, Traits::kBlockN, Traits::kHeadDim>() &&
-                        gather_layout_matches<typename Traits::SmemLayoutV, Traits::kBlockN, Traits::kHeadDimV>());
-      uint32_t rows = cast_smem_ptr_to_uint(storage.gather_rows);
-      int keys = seqlen_k - first;
-      PagedKv const& paged = params.paged;
-      storage.pipeline_k.empty_barrier_[write.index()].wait(write.phase());
-      paged.template find_rows<Traits::kBlockN, Traits::kHeadDim, Element>(paged.rows_k, rows, tile.batch, kv_head,
-                                                                           first, keys);
-      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDim, Element>(
-          paged.rows_k, rows, *pipeline_k.producer_get_barrier(write), cast_smem_ptr_to_uint(&sK(0, 0, write.index())),
-          keys);
-      storage.pipeline_v.empty_barrier_[write.index()].wait(write.phase());
-      if (!paged.v_rows_of_k) {
-        paged.template find_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(paged.rows_v, rows, tile.batch, kv_head,
-                                                                              first, keys);
-      }
-      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(
-          paged.rows_v, rows, *pipeline_v.producer_get_barrier(write), cast_smem_ptr_to_uint(&sV(0, 0, write.index())),
-          keys);
-      ++write;
-    };
-  }
-  // The producer warp's loads of a tile with a gathered paged cache: one lane loads Q.
-  CUTE_DEVICE static void load_gathered(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                        PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
-                                        TileWork const& work, int round) {
-    auto loads = tile_loads<true>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
-    auto load_q = [&] {
-      if (cute::elect_one_sync()) get<0>(loads)();
-      __syncwarp();
-    };
-    load_blocks(load_q, gathered_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
-  }
-
-  // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
-  // n_block_end - 1 down to n_block_begin, as fast as the ring frees up. A paged cache
-  // (the general loop only: kPublish) takes a loop of its own, so that neither loop holds
-  // the other's addressing state in the producer's 24 registers.
-  template <bool kPublish>
-  CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                               PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
-                               TileWork const& work, int round) {
-    auto loads = tile_loads<kPublish>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
-    if constexpr (kPublish && Traits::kPagedKv) {
-      if (params.paged.active()) {
-        load_blocks(get<0>(loads), paged_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
-        return;
-      }
-    }
-    load_blocks(get<0>(loads), get<1>(loads), write, work);
-  }
-  template <class LoadQ, class LoadKV>
-  CUTE_DEVICE static void load_blocks(LoadQ& load_q, LoadKV&& load_kv, PipelineState& write, TileWork const& work) {
-    int n_block = work.n_block_end - 1, n_block_begin = work.n_block_begin;
-    // With O leaving through the Q buffer, Q can only be loaded after the previous tile's
-    // epilogue: the first K/V blocks go first, into the ring slots freed before it.
-    if constexpr (Traits::kOInQBuffer) {
-      for (int i = 0; i < Traits::kStages && n_block >= n_block_begin; ++i, --n_block) load_kv(n_block, write);
-    }
-    load_q();
-    // Not unrolled: the producer thread has 24 registers.
-#pragma unroll 1
-    for (; n_block >= n_block_begin; --n_block) load_kv(n_block, write);
   }
 
   // Packed GQA with several query positions (Params::q_rows): each consumer warpgroup

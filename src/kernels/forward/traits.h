@@ -124,8 +124,11 @@ struct ForwardTraits {
   // (two, whose consumers give up 8: 232; the gather spilled at 32, the TMA loads at 24),
   // or the short kernel's 40. Not d=96's three 64-byte atoms a row (its producer spilled
   // at 32), nor d=192's or d=256's default kernels, whose consumers need their 240.
-  static constexpr int kAtomsPerRow = kHeadDim / decltype(size<1>(SmemAtom{}))::value;
-  static constexpr int kAtomsPerRowV = kHeadDimV / decltype(size<1>(SmemAtomV{}))::value;
+  // Columns of a K or V row's shared-memory atom (the paged loads' box width), and atoms a row.
+  static constexpr int kAtomColumnsK = decltype(size<1>(SmemAtom{}))::value;
+  static constexpr int kAtomColumnsV = decltype(size<1>(SmemAtomV{}))::value;
+  static constexpr int kAtomsPerRow = kHeadDim / kAtomColumnsK;
+  static constexpr int kAtomsPerRowV = kHeadDimV / kAtomColumnsV;
   static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
   static constexpr bool kPagedKv =
       kPagedVariant && !kFp8 && (kRoomyProducer || (kAtomsPerRow <= 2 && kAtomsPerRowV <= 2 && kHeadDim <= 128));
@@ -292,9 +295,6 @@ struct ForwardTraits {
     // A paged KV cache (general loop only): K/V blocks loaded page by page (paged_kv.h).
     PagedKv paged;
   };
-  // Columns of a K or V row's shared-memory atom: the paged loads' box width.
-  static constexpr int kAtomColumnsK = decltype(size<1>(SmemAtom{}))::value;
-  static constexpr int kAtomColumnsV = decltype(size<1>(SmemAtomV{}))::value;
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
 
