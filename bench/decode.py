@@ -15,7 +15,8 @@ Reported: microseconds per call and the KV cache read rate (bytes of K and V / t
 the median of --iters launches between CUDA events after --warmup, the implementations
 interleaved per configuration, --repeats times (the median of the repeats).
 
-    python3 bench/decode.py [--csv decode.csv] [--repeats 3]
+    python3 bench/decode.py [--csv decode.csv] [--repeats 3] [--page-sizes 1,16,64,256] [--paged-only]
+                            [--match 'd 64']
 """
 import argparse
 import csv
@@ -98,6 +99,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--csv", help="write the rows here")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--page-sizes", default=",".join(map(str, PAGE_SIZES)),
+                        help="comma-separated page sizes of the paged points")
+    parser.add_argument("--paged-only", action="store_true", help="skip the contiguous shapes")
+    parser.add_argument("--match", default="", help="only the shapes whose label contains this")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args()
@@ -110,7 +115,8 @@ def main():
     print(f"# {torch.cuda.get_device_name()}, bfloat16, full caches; "
           f"median of {args.repeats} repeats of the median of {args.iters} launches (CUDA events)")
     rows = []
-    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in SHAPES:
+    shapes = [shape for shape in SHAPES if args.match in shape[0]]
+    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [] if args.paged_only else shapes:
         torch.manual_seed(0)
         q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
         k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
@@ -135,8 +141,9 @@ def main():
             impls["cudnn"] = cudnn
         measure(label, impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
     # Paged caches (random page tables) against the same cache contiguous, and FA3's paged call.
-    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in PAGED_SHAPES:
-        for page_size in PAGE_SIZES:
+    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
+            shape for shape in PAGED_SHAPES if args.match in shape[0]]:
+        for page_size in map(int, args.page_sizes.split(",")):
             torch.manual_seed(0)
             q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
             k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)

@@ -26,8 +26,8 @@
 #               packed GQA, split-KV and paged cases (Features/*decode*, *split*,
 #               *speculative*, *paged*),
 #               memcheck and racecheck on a few, the package and pytest test_kvcache.py,
-#               and the KV-cache benchmark (bench/decode.py) against FA3, FA4 and cuDNN
-#               where installed.
+#               and the KV-cache benchmark (bench/decode.py; DECODE_ARGS) against FA3, FA4
+#               and cuDNN where installed.
 #   ring        (only when named in ROUND_STEPS; a machine of 2+ GPUs) ring attention: the
 #               package, pytest test_distributed.py and bench/ring_attention.py under torchrun
 #               on every GPU (RING_BENCH_ARGS).
@@ -100,7 +100,7 @@ if has decode; then
     install_package
     (cd tests/python && timeout 300 python3 -m pytest -q -ra test_kvcache.py > "$results/pytest-kvcache.log" 2>&1)
     echo "pytest kvcache rc=$?"; tail -n 5 "$results/pytest-kvcache.log"
-    (cd bench && timeout 300 python3 decode.py --csv "$results/decode.csv" > "$results/decode-bench.log" 2>&1)
+    (cd bench && timeout 300 python3 decode.py --csv "$results/decode.csv" ${DECODE_ARGS:-} > "$results/decode-bench.log" 2>&1)
     echo "decode bench rc=$?"; cat "$results/decode-bench.log"
   fi
 fi

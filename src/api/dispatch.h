@@ -19,10 +19,12 @@ inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const
   kernels::ForwardVariant variant =
       kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
                                args.shape.seqlen_k, kernels::uniform_tiles(args) && plan.plain());
-  // Paged caches load in the kernels with ForwardTraits::kPagedKv: the defaults (whose
-  // 128-key blocks take power-of-two pages in one or a few runs of rows, paged_kv.h) and
-  // d=256's short kernel (its producer has the registers).
+  // Paged caches load in the kernels with ForwardTraits::kPagedKv: d=128's default (whose
+  // 128-key blocks take power-of-two pages in one or a few runs of rows, paged_kv.h),
+  // d=64's short causal kernel (the same blocks; for every paged d=64 problem) and d=256's
+  // short one (their producers have the registers).
   if (args.page_table != nullptr) {
+    if (args.shape.head_dim == 64) return kernels::ForwardVariant::kShortCausal;
     bool d256 = args.shape.head_dim == 256 && args.shape.value_head_dim() == 256;
     return d256 ? kernels::ForwardVariant::kShort : kernels::ForwardVariant::kDefault;
   }

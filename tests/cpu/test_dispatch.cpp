@@ -144,6 +144,31 @@ TEST(DispatchTable, EveryPickedVariantIsCompiled) {
   }
 }
 
+// Paged caches run the kernels that load pages (ForwardTraits::kPagedKv): two consumer
+// warpgroups, so the producer warpgroup has the registers, and blocks the four producer
+// warps of the gather split into whole swizzle atoms (paged_kv.h, GatherRows).
+TEST(DispatchTable, PagedCachesRunTheKernelsThatLoadPages) {
+  const int table[1] = {0};
+  for (int64_t head_dim : {64, 128, 256}) {
+    for (bool causal : {false, true}) {
+      for (int64_t seqlen_q : {1, 512, 16384}) {
+        ForwardArgs args;
+        args.shape = {2, seqlen_q, 16384, 8, 8, head_dim};
+        args.causal = causal;
+        args.page_table = table;
+        ForwardVariant variant = forward_variant_of(args);
+        EXPECT_EQ(variant, head_dim == 64    ? ForwardVariant::kShortCausal
+                           : head_dim == 128 ? ForwardVariant::kDefault
+                                             : ForwardVariant::kShort);
+        ForwardTileConfig tiles = forward_tile_config_of(args);
+        EXPECT_EQ(tiles.consumer_warpgroups, 2) << "d" << head_dim;
+        EXPECT_EQ(tiles.block_n % 32, 0) << "d" << head_dim;
+        EXPECT_EQ(tiles.cluster_m, 1) << "d" << head_dim;
+      }
+    }
+  }
+}
+
 // FP8 has one kernel per head dim, the general loop, for every problem.
 TEST(DispatchTable, Fp8KernelsServeEveryProblem) {
   for (int head_dim : compiled_head_dims(DType::kFloat8E4M3)) {

@@ -9,10 +9,9 @@
 // Runs shorter than kGatherBelowRows (page sizes that are not multiples of 16, page size 1)
 // would take a box per run and atom from one thread (page 1: 512 a block; a TMA
 // instruction takes uniform registers, so a warp's lanes cannot issue theirs in
-// parallel). There the whole producer warp gathers the block with 16-byte cp.async
-// instead (find_rows, copy_rows): decode over pages of 1 row went from 20x to 2.5x the
-// contiguous cache's time; at 16 rows the gather measured no faster than the boxes
-// (docs/perf-notes.md).
+// parallel). There the producer warpgroup's four warps gather the block with 16-byte
+// cp.async instead, each a quarter of its rows (find_rows, copy_rows): the first warp
+// walks the tiles and posts each block (GatherJob) to the others.
 #pragma once
 
 #include <numeric>
@@ -23,6 +22,7 @@
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
 #include <cutlass/cuda_host_adapter.hpp>
 
 #include "kernels/attention/fast_divmod.h"
@@ -31,16 +31,28 @@
 
 namespace warpflash::kernels {
 
-// The gather's layout (PagedKv::copy_rows): each copy instruction moves one 128-byte swizzle
-// atom row of 4 rows (8 lanes a row, 16 bytes a lane), so lane l copies rows l / 8 + 4 i,
-// chunk l % 8 of each of their kAtoms atoms. The offsets of a lane's rows lie one after
-// another in shared memory (entry(r)).
+// The gather's layout (PagedKv::copy_rows): the kGatherWarps producer warps each copy kRows
+// of a block's rows (warp w rows w * kRows on, a whole number of swizzle atoms' 8 rows,
+// so each warp's rows see the swizzle of the block's first). Each copy instruction moves
+// one 128-byte atom row of 4 rows (8 lanes a row, 16 bytes a lane), so lane l copies the
+// warp's rows l / 8 + 4 i, chunk l % 8 of each of their kAtoms atoms. The offsets of a
+// lane's rows lie one after another in shared memory (entry(r)).
+constexpr int kGatherWarps = 4;  // the producer warpgroup's
 template <int kBlockN, int kDim, class Element>
 struct GatherRows {
+  static constexpr int kRows = kBlockN / kGatherWarps;
+  static_assert(kRows * kGatherWarps == kBlockN && kRows % 8 == 0 && kRows <= 32, "a warp's rows: whole atoms, a lane each");
   static constexpr int kAtoms = kDim * int(sizeof(Element)) / 128;
   static_assert(kAtoms * 128 == kDim * int(sizeof(Element)), "rows of whole 128-byte atoms");
-  static constexpr int kRowsPerLane = kBlockN / 4;
+  static constexpr int kRowsPerLane = kRows / 4;
   CUTE_HOST_DEVICE static constexpr int entry(int row) { return row % 4 * kRowsPerLane + row / 4; }
+};
+
+// A K/V block the first producer warp posts to the others (ForwardLoads::gather_block):
+// keys first_key .. of (batch, kv_head), of which `keys` are the sequence's. A negative
+// batch ends the loop.
+struct alignas(16) GatherJob {
+  int batch, kv_head, first_key, keys;
 };
 
 struct PagedKv {
@@ -110,46 +122,45 @@ struct PagedKv {
   }
   static constexpr uint64_t kCacheHint = uint64_t(cute::TMA::CacheHintSm90::EVICT_NORMAL);
 
-  // The gather, in two parts by the producer warp, both for the same block as load_block.
-  // find_rows: lane l finds where keys l, l + 32, ... of the block lie (page from the
-  // table, row in the page) and stores their byte offsets from the cache's start at `rows`
-  // (kBlockN int64 in shared memory). V reuses K's offsets where their strides agree.
+  // The gather, in two parts by each producer warp, for its rows of a block as load_block's
+  // (first_key and keys counted from the warp's first row). find_rows: lane l finds where
+  // the warp's key l lies (page from the table, row in the page) and stores its byte offset
+  // from the cache's start at `rows` (the warp's kRows int64 in shared memory). V reuses
+  // K's offsets where their strides agree.
   template <int kBlockN, int kDim, class Element>
   CUTE_DEVICE void find_rows(Rows const& cache, uint32_t rows, int batch, int kv_head, int first_key, int keys) const {
-    static_assert(kBlockN % 32 == 0, "whole lanes per block");
-    int lane = lane_id();
-    int const* table = page_table + batch * table_batch_stride;
-#pragma unroll 1
-    for (int row = lane; row < kBlockN; row += 32) {
+    using Layout = GatherRows<kBlockN, kDim, Element>;
+    int row = lane_id();
+    if (row < Layout::kRows) {
       unsigned in_page;
       unsigned page_index = by_page_size.divmod(unsigned(first_key + row), in_page);
       int64_t offset = kv_head * cache.head_stride;
-      if (row < keys) offset += table[page_index] * cache.page_stride + in_page * cache.row_stride;
-      asm volatile("st.shared.s64 [%0], %1;" ::"r"(rows + GatherRows<kBlockN, kDim, Element>::entry(row) * 8),
-                   "l"(offset)
-                   : "memory");
+      if (row < keys) offset += page_table[batch * table_batch_stride + page_index] * cache.page_stride + in_page * cache.row_stride;
+      asm volatile("st.shared.s64 [%0], %1;" ::"r"(rows + Layout::entry(row) * 8), "l"(offset) : "memory");
     }
     __syncwarp();
   }
 
-  // copy_rows: 16-byte cp.async of the rows find_rows found into the swizzled tile at
-  // shared-memory address `stage` (GatherRows: lane l copies rows l / 8 + 4 i). Rows past
-  // the keys read zeros (src-size 0). The barrier completes once every lane's copies have
-  // landed (cp.async.mbarrier.arrive, counted on top of the barrier's one arrival, which
-  // lane 0 makes after every lane has issued its copies); the consumers fence the
-  // generic-proxy writes before their WGMMAs read them. A lane's row costs a shared load,
-  // a 64-bit add and a compare, then one copy per atom whose addresses are registers plus
-  // immediates (one warp issues all of a block's copies: instructions per copy set its
-  // pace; with a shuffle per copy for its row's address, decode over 1-row pages took
-  // 831 us, now 608).
+  // copy_rows: 16-byte cp.async of the rows find_rows found into the swizzled tile, the
+  // warp's first row at shared-memory address `stage` (GatherRows: lane l copies rows
+  // l / 8 + 4 i). Rows past the keys read zeros (src-size 0). The barrier completes once
+  // every lane's copies have landed (cp.async.mbarrier.arrive, counted on top of the
+  // barrier's one arrival, which the first warp's lane 0 makes once every producer warp
+  // has issued its copies: the others arrive at the named barrier `issued`, the first
+  // waits there); the consumers fence the generic-proxy writes before their WGMMAs read them. A
+  // lane's row costs a shared load, a 64-bit add and a compare, then one copy per atom
+  // whose addresses are registers plus immediates (instructions per copy set the pace;
+  // with a shuffle per copy for its row's address, decode over 1-row pages took 831 us
+  // with one warp, 608 without).
   template <int kBlockN, int kDim, class Element>
-  CUTE_DEVICE void copy_rows(Rows const& cache, uint32_t rows, uint64_t& barrier, uint32_t stage, int keys) const {
+  CUTE_DEVICE void copy_rows(Rows const& cache, uint32_t rows, uint64_t& barrier, uint32_t stage, int keys,
+                            uint32_t issued, bool first_warp) const {
     using Layout = GatherRows<kBlockN, kDim, Element>;
     int lane = lane_id();
     int chunk = lane % 8, sub = lane / 8;
     // Tile layout (gather_layout_matches): atom a of row r at a * kBlockN * 128 + r * 128,
-    // chunk c at (c ^ (r % 8)) * 16 in it (the 128-byte swizzle). r % 8 = sub + 4 (i % 2):
-    // two destinations, the rest immediates.
+    // chunk c at (c ^ (r % 8)) * 16 in it (the 128-byte swizzle). r % 8 = sub + 4 (i % 2)
+    // (the warp's first row a multiple of 8): two destinations, the rest immediates.
     uint32_t to_even = stage + sub * 128 + ((chunk ^ sub) * 16);
     uint32_t to_odd = stage + sub * 128 + ((chunk ^ (sub + 4)) * 16);
     uint32_t lane_rows = rows + Layout::entry(sub) * 8;
@@ -171,8 +182,14 @@ struct PagedKv {
     }
     uint32_t full = cute::cast_smem_ptr_to_uint(&barrier);
     asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(full) : "memory");
-    __syncwarp();  // also: every lane has read `rows` before the next block's rows replace them
-    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
+    __syncwarp();  // every lane has read `rows` before the next block's rows replace them
+    constexpr int kThreads = kGatherWarps * 32;
+    if (first_warp) {
+      cutlass::arch::NamedBarrier::sync(kThreads, issued);
+      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(full) : "memory");
+    } else {
+      cutlass::arch::NamedBarrier::arrive(kThreads, issued);
+    }
   }
 
   // The lane, read where used (volatile): ptxas would otherwise hoist the lane's addresses

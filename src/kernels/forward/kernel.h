@@ -68,6 +68,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::ClusterTransactionBarrier::init(&storage.barrier_q_full[stage], 1);
       cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty[stage], Traits::kConsumerThreads);
     }
+    if constexpr (Traits::kPagedKv) {
+      for (int stage = 0; stage < Traits::kStages; ++stage) cutlass::arch::ClusterBarrier::init(&storage.gather_posted[stage], 1);
+    }
   }
   typename PipelineKV::Params pipeline_params;
   pipeline_params.role = is_producer              ? PipelineKV::ThreadCategory::Producer
@@ -219,7 +222,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     }
     // One thread loads, or, with a gathered paged cache (paged_kv.h), the first warp: its
-    // lane 0 then does what the one thread does but the K/V loads.
+    // lane 0 then does what the one thread does but the K/V loads, which the first warp
+    // shares with the other three (Loads::gather_posted_blocks).
     auto produce = [&](auto gathers) {
       constexpr bool kGathers = decltype(gathers)::value;
       // Lane 0 of the warp, read where needed: a register held through the tile loop
@@ -252,6 +256,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                 round);
         }
       });
+      if constexpr (kGathers) Loads::post_gather(storage, GatherJob{-1, 0, 0, 0}, write);  // the others' end
       // The CTA stays until the partner's consumers have released every slot (they arrive
       // on this CTA's barriers).
       if constexpr (Traits::kClusterM > 1) {
@@ -261,7 +266,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     };
     if constexpr (kGeneralLoop && Traits::kPagedKv) {
       if (params.paged.gather) {
-        if (threadIdx.x < cutlass::NumThreadsPerWarp) produce(std::true_type{});
+        int warp = threadIdx.x / cutlass::NumThreadsPerWarp;
+        if (warp == 0) {
+          produce(std::true_type{});
+        } else {
+          Loads::gather_posted_blocks(params, storage, pipeline_k, pipeline_v, warp);
+        }
         return;
       }
     }

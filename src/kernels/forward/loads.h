@@ -1,5 +1,5 @@
 // The forward producer's loads: TMA of Q and the K/V tiles into the ring, a paged cache's
-// loads (paged_kv.h: TMA boxes per run of rows, or the producer warp's gather), and the
+// loads (paged_kv.h: TMA boxes per run of rows, or the producer warps' gather), and the
 // order of a tile's loads. The Q buffers' barriers are the main loop's (mainloop.h).
 #pragma once
 
@@ -124,38 +124,75 @@ struct ForwardLoads {
     };
   }
 
-  // A paged cache of small pages: the producer warp gathers each K/V block (paged_kv.h),
-  // waiting only for the slot to be free (the barrier counts no transaction bytes).
-  CUTE_DEVICE static auto gathered_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
-                                            PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
-    return [&params, &storage, &pipeline_k, &pipeline_v, tile,
-            seqlen_k = work.mask.seqlen_k](int n_block, PipelineState& write) {
-      Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-      Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-      int kv_head = tile.head / params.heads_per_kv_head, first = n_block * Traits::kBlockN;
-      static_assert(gather_layout_matches<typename Traits::SmemLayoutK, Traits::kBlockN, Traits::kHeadDim>() &&
-                        gather_layout_matches<typename Traits::SmemLayoutV, Traits::kBlockN, Traits::kHeadDimV>());
-      uint32_t rows = cast_smem_ptr_to_uint(storage.gather_rows);
-      int keys = seqlen_k - first;
-      PagedKv const& paged = params.paged;
-      storage.pipeline_k.empty_barrier_[write.index()].wait(write.phase());
-      paged.template find_rows<Traits::kBlockN, Traits::kHeadDim, Element>(paged.rows_k, rows, tile.batch, kv_head,
-                                                                           first, keys);
-      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDim, Element>(
-          paged.rows_k, rows, *pipeline_k.producer_get_barrier(write), cast_smem_ptr_to_uint(&sK(0, 0, write.index())),
-          keys);
-      storage.pipeline_v.empty_barrier_[write.index()].wait(write.phase());
-      if (!paged.v_rows_of_k) {
-        paged.template find_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(paged.rows_v, rows, tile.batch, kv_head,
-                                                                              first, keys);
-      }
-      paged.template copy_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(
-          paged.rows_v, rows, *pipeline_v.producer_get_barrier(write), cast_smem_ptr_to_uint(&sV(0, 0, write.index())),
-          keys);
-      ++write;
-    };
+  // A paged cache of small pages (paged_kv.h): the producer warpgroup's four warps each
+  // gather their rows of every K/V block into its slot (waiting only for the slot to be
+  // free: the barriers count no transaction bytes; the first warp arrives once all four
+  // have issued their copies, named barriers kGatheredK/V). The first warp walks the
+  // tiles and posts each block once K's slot is free (post_gather); the others take the
+  // posts in the same order (gather_posted_blocks).
+  CUTE_DEVICE static void gather_block(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                       PipelineKV& pipeline_v, GatherJob const& job, PipelineState write, int warp) {
+    static_assert(gather_layout_matches<typename Traits::SmemLayoutK, Traits::kBlockN, Traits::kHeadDim>() &&
+                  gather_layout_matches<typename Traits::SmemLayoutV, Traits::kBlockN, Traits::kHeadDimV>());
+    constexpr int kRows = GatherRows<Traits::kBlockN, Traits::kHeadDim, Element>::kRows;
+    Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+    Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+    PagedKv const& paged = params.paged;
+    uint32_t rows = cast_smem_ptr_to_uint(storage.gather_rows) + warp * kRows * 8;
+    uint32_t warp_rows = warp * kRows * 128;  // the warp's first row in atom 0 (unswizzled)
+    int first = job.first_key + warp * kRows, keys = job.keys - warp * kRows;
+    paged.template find_rows<Traits::kBlockN, Traits::kHeadDim, Element>(paged.rows_k, rows, job.batch, job.kv_head,
+                                                                         first, keys);
+    paged.template copy_rows<Traits::kBlockN, Traits::kHeadDim, Element>(
+        paged.rows_k, rows, *pipeline_k.producer_get_barrier(write),
+        cast_smem_ptr_to_uint(&sK(0, 0, write.index())) + warp_rows, keys, uint32_t(ForwardBarrier::kGatheredK),
+        warp == 0);
+    storage.pipeline_v.empty_barrier_[write.index()].wait(write.phase());
+    if (!paged.v_rows_of_k) {
+      paged.template find_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(paged.rows_v, rows, job.batch,
+                                                                            job.kv_head, first, keys);
+    }
+    paged.template copy_rows<Traits::kBlockN, Traits::kHeadDimV, Element>(
+        paged.rows_v, rows, *pipeline_v.producer_get_barrier(write),
+        cast_smem_ptr_to_uint(&sV(0, 0, write.index())) + warp_rows, keys, uint32_t(ForwardBarrier::kGatheredV),
+        warp == 0);
   }
-  // The producer warp's loads of a tile with a gathered paged cache: one lane loads Q.
+  // The first warp: once K's slot is free, lane 0 posts the block to the others.
+  CUTE_DEVICE static void post_gather(SharedStorage& storage, GatherJob const& job, PipelineState write) {
+    storage.pipeline_k.empty_barrier_[write.index()].wait(write.phase());
+    if (PagedKv::lane_id() == 0) {
+      asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};" ::"r"(
+                       cast_smem_ptr_to_uint(&storage.gather_jobs[write.index()])),
+                   "r"(job.batch), "r"(job.kv_head), "r"(job.first_key), "r"(job.keys)
+                   : "memory");
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+                       cast_smem_ptr_to_uint(&storage.gather_posted[write.index()]))
+                   : "memory");
+    }
+  }
+  // Every producer warp's part of the block posted to `write`'s slot: false where the
+  // first warp posted the end (a negative batch). (The first warp reads its own post back
+  // too: its tile loop's registers are few.)
+  CUTE_DEVICE static bool gather_posted_block(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                              PipelineKV& pipeline_v, PipelineState write, int warp) {
+    cutlass::arch::ClusterBarrier::wait(&storage.gather_posted[write.index()], write.phase() ^ 1);
+    GatherJob job;
+    asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(job.batch), "=r"(job.kv_head), "=r"(job.first_key), "=r"(job.keys)
+                 : "r"(cast_smem_ptr_to_uint(&storage.gather_jobs[write.index()]))
+                 : "memory");
+    if (job.batch < 0) return false;
+    gather_block(params, storage, pipeline_k, pipeline_v, job, write, warp);
+    return true;
+  }
+  // The other three warps, until the end.
+  CUTE_DEVICE static void gather_posted_blocks(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
+                                               PipelineKV& pipeline_v, int warp) {
+    auto write = cutlass::make_producer_start_state<PipelineKV>();
+#pragma unroll 1
+    while (gather_posted_block(params, storage, pipeline_k, pipeline_v, write, warp)) ++write;
+  }
+  // The first warp's loads of a tile with a gathered paged cache: one lane loads Q.
   CUTE_DEVICE static void load_gathered(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                         PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
                                         TileWork const& work, int round) {
@@ -164,7 +201,15 @@ struct ForwardLoads {
       if (cute::elect_one_sync()) get<0>(loads)();
       __syncwarp();
     };
-    load_blocks(load_q, gathered_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
+    auto load_kv = [&params, &storage, &pipeline_k, &pipeline_v, tile, seqlen_k = work.mask.seqlen_k](
+                       int n_block, PipelineState& write) {
+      int first = n_block * Traits::kBlockN;
+      post_gather(storage, GatherJob{tile.batch, tile.head / params.heads_per_kv_head, first, seqlen_k - first},
+                  write);
+      gather_posted_block(params, storage, pipeline_k, pipeline_v, write, 0);
+      ++write;
+    };
+    load_blocks(load_q, load_kv, write, work);
   }
 
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks

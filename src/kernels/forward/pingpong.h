@@ -9,11 +9,16 @@
 
 namespace warpflash::kernels {
 
-// Named barrier IDs of the forward kernel (CUTLASS offsets them past its reserved IDs).
+// Named barrier IDs of the forward kernel (CUTLASS offsets them past its 8 reserved IDs,
+// leaving 8 of the 16). A warpgroup's own barrier serves both of its warpgroup-wide syncs
+// (every thread of it passes both in the same order): with three consumer warpgroups a
+// Q-rows barrier of its own, 6 + w, reached the hardware's ID 16.
 enum class ForwardBarrier : uint32_t {
   kConsumerTurn0 = 0,  // consumer warpgroup w waits on kConsumerTurn0 + w (up to 3)
   kOutputBuffer0 = 3,  // consumer warpgroup w's part of the O buffer is free / written: 3 + w
-  kQRows0 = 6,         // consumer warpgroup w has loaded its Q rows (packed GQA): 6 + w
+  kQRows0 = 3,         // consumer warpgroup w has loaded its Q rows (packed GQA): 3 + w
+  kGatheredK = 6,      // the producer warps have issued their copies of a gathered K block
+  kGatheredV = 7,      // ... of a V block (paged_kv.h)
 };
 
 template <int kConsumerWarpgroups>

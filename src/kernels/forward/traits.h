@@ -118,18 +118,22 @@ struct ForwardTraits {
 
   using SmemAtom = SmemAtomOfRow<Element, kHeadDim>;
   using SmemAtomV = SmemAtomOfRow<Element, kHeadDimV>;
-  // Paged caches (paged_kv.h) load in the default kernels and d=256's short one
-  // (forward_variant_of() routes them there), where the producer has the registers: rows
-  // of one or two swizzle atoms (d = 64, 128) with 32 (three consumer warpgroups) or 40
-  // (two, whose consumers give up 8: 232; the gather spilled at 32, the TMA loads at 24),
-  // or the short kernel's 40. Not d=96's three 64-byte atoms a row (its producer spilled
-  // at 32), nor d=192's or d=256's default kernels, whose consumers need their 240.
+  // Paged caches (paged_kv.h) load in kernels of two consumer warpgroups, where the
+  // producer warpgroup has the registers (forward_variant_of() routes them there): d=128's
+  // default and d=64's short causal kernel (rows of one or two swizzle atoms; the producer
+  // takes 40, the consumers give up 8: 232; the one-warp gather spilled at 32, the TMA
+  // loads at 24), and d=256's short one (its 40). Not d=64's default kernel (three consumer
+  // warpgroups leave its producer 32, where the four-warp gather spilled), nor d=96's
+  // three 64-byte atoms a row (its producer spilled at 32), nor d=192's or d=256's default
+  // kernels, whose consumers need their 240.
   // Columns of a K or V row's shared-memory atom (the paged loads' box width), and atoms a row.
   static constexpr int kAtomColumnsK = decltype(size<1>(SmemAtom{}))::value;
   static constexpr int kAtomColumnsV = decltype(size<1>(SmemAtomV{}))::value;
   static constexpr int kAtomsPerRow = kHeadDim / kAtomColumnsK;
   static constexpr int kAtomsPerRowV = kHeadDimV / kAtomColumnsV;
-  static constexpr bool kPagedVariant = kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShort;
+  static constexpr bool kPagedVariant =
+      kConsumerWarpgroups == 2 && (kVariant == ForwardVariant::kDefault || kVariant == ForwardVariant::kShortCausal ||
+                                   kVariant == ForwardVariant::kShort);
   static constexpr bool kPagedKv =
       kPagedVariant && !kFp8 && (kRoomyProducer || (kAtomsPerRow <= 2 && kAtomsPerRowV <= 2 && kHeadDim <= 128));
   static_assert(!kPagedKv || kClusterM == 1, "paged loads signal this CTA's barriers only");
@@ -205,8 +209,12 @@ struct ForwardTraits {
     typename PipelineKV::SharedStorage pipeline_v;
     PipelineVtStorage pipeline_vt;  // FP8: V^T written, V^T read
     unsigned tile_index[kStagesQ];  // the scheduler index of the tile whose Q a buffer holds
-    // A gathered paged cache: where the keys of the block being loaded lie (paged_kv.h).
+    // A gathered paged cache (paged_kv.h): where the keys of the blocks being loaded lie
+    // (each producer warp's rows), and the blocks the first producer warp posts to the
+    // others, one per ring slot, with their barriers.
     alignas(16) int64_t gather_rows[kPagedKv ? kBlockN : 2];
+    GatherJob gather_jobs[kPagedKv ? kStages : 1];
+    uint64_t gather_posted[kPagedKv ? kStages : 1];
   };
   static constexpr int kSharedMemoryBytes = sizeof(SharedStorage);
   static_assert(kSharedMemoryBytes <= 227 * 1024, "over the 227 KB a Hopper CTA may opt in to");
