@@ -43,7 +43,8 @@ constexpr int kGatherWarps = 4;  // the producer warpgroup's
 template <int kBlockN, int kDim, class Element>
 struct GatherRows {
   static constexpr int kRows = kBlockN / kGatherWarps;
-  static_assert(kRows * kGatherWarps == kBlockN && kRows % 8 == 0 && kRows <= 32, "a warp's rows: whole atoms, a lane each");
+  static_assert(kRows * kGatherWarps == kBlockN && kRows % 8 == 0 && kRows <= 32,
+                "a warp's rows: whole atoms, a lane each");
   static constexpr int kAtoms = kDim * int(sizeof(Element)) / 128;
   static_assert(kAtoms * 128 == kDim * int(sizeof(Element)), "rows of whole 128-byte atoms");
   static constexpr int kRowsPerLane = kRows / 4;
@@ -137,7 +138,9 @@ struct PagedKv {
       unsigned in_page;
       unsigned page_index = by_page_size.divmod(unsigned(first_key + row), in_page);
       int64_t offset = kv_head * cache.head_stride;
-      if (row < keys) offset += page_table[batch * table_batch_stride + page_index] * cache.page_stride + in_page * cache.row_stride;
+      if (row < keys) {
+        offset += page_table[batch * table_batch_stride + page_index] * cache.page_stride + in_page * cache.row_stride;
+      }
       asm volatile("st.shared.s64 [%0], %1;" ::"r"(rows + Layout::entry(row) * 8), "l"(offset) : "memory");
     }
     __syncwarp();
@@ -149,11 +152,11 @@ struct PagedKv {
   // every lane's copies have landed (cp.async.mbarrier.arrive, counted on top of the
   // barrier's one arrival, which the first warp's lane 0 makes once every producer warp
   // has issued its copies: the others arrive at the named barrier `issued`, the first
-  // waits there); the consumers fence the generic-proxy writes before their WGMMAs read them. A
-  // lane's row costs a shared load, a 64-bit add and a compare, then one copy per atom
-  // whose addresses are registers plus immediates (instructions per copy set the pace;
-  // with a shuffle per copy for its row's address, decode over 1-row pages took 831 us
-  // with one warp, 608 without).
+  // waits there); the consumers fence the generic-proxy writes before their WGMMAs read
+  // them. A lane's row costs a shared load, a 64-bit add and a compare, then one copy per
+  // atom whose addresses are registers plus immediates (instructions per copy set the
+  // pace; with a shuffle per copy for its row's address, decode over 1-row pages took
+  // 831 us with one warp, 608 without).
   template <int kBlockN, int kDim, class Element>
   CUTE_DEVICE void copy_rows(Rows const& cache, uint32_t rows, uint64_t& barrier, uint32_t stage, int keys,
                             uint32_t issued, bool first_warp) const {

@@ -69,7 +69,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::ClusterBarrier::init(&storage.barrier_q_empty[stage], Traits::kConsumerThreads);
     }
     if constexpr (Traits::kPagedKv) {
-      for (int stage = 0; stage < Traits::kStages; ++stage) cutlass::arch::ClusterBarrier::init(&storage.gather_posted[stage], 1);
+      for (int stage = 0; stage < Traits::kStages; ++stage) {
+        cutlass::arch::ClusterBarrier::init(&storage.gather_posted[stage], 1);
+      }
     }
   }
   typename PipelineKV::Params pipeline_params;
