@@ -15,8 +15,14 @@ Reported: microseconds per call and the KV cache read rate (bytes of K and V / t
 the median of --iters launches between CUDA events after --warmup, the implementations
 interleaved per configuration, --repeats times (the median of the repeats).
 
+With --splits 1,2,4,...: for each contiguous shape, warpflash with num_splits = 0 (its own
+choice) against each fixed split, interleaved, and the ratio of the automatic choice to
+the best fixed one (issue 17's bar: at most 1.03). Then decode with the new token appended
+with rotary (the first shape, contiguous and paged 16) against the same decode over a cache
+that already holds it (issue 17's bar: at most 1.10).
+
     python3 bench/decode.py [--csv decode.csv] [--repeats 3] [--page-sizes 1,16,64,256] [--paged-only]
-                            [--match 'd 64']
+                            [--match 'd 64'] [--splits 1,2,4,8,16,32]
 """
 import argparse
 import csv
@@ -82,7 +88,8 @@ def measure(label, impls, kv_bytes, args, rows):
     for _ in range(args.repeats):
         for name, fn in impls.items():
             times[name].append(time_ms(torch, fn, args.warmup, args.iters))
-    best_peer = min((median(t) for name, t in times.items() if not name.startswith("warpflash")), default=None)
+    best_peer = min((median(t) for name, t in times.items() if not name.startswith(("warpflash", "splits="))),
+                    default=None)
     cells = []
     for name, t in times.items():
         us = median(t) * 1e3
@@ -90,6 +97,11 @@ def measure(label, impls, kv_bytes, args, rows):
                      "us_repeats": " ".join(f"{x * 1e3:.1f}" for x in t)})
         cells.append(f"{name} {us:7.1f} us ({kv_bytes / us / 1e6:.2f} TB/s)")
     ratio = f"  warpflash / fastest peer time: {median(times[first]) / best_peer:.2f}" if best_peer else ""
+    fixed = [median(t) for name, t in times.items() if name.startswith("splits=")]
+    if fixed:
+        ratio += f"  num_splits=0 / best fixed: {median(times[first]) / min(fixed):.3f}"
+    if "warpflash-without-append" in times:
+        ratio += f"  append / without: {median(times[first]) / median(times['warpflash-without-append']):.3f}"
     if "warpflash-contiguous" in times:
         ratio += f"  paged / contiguous: {median(times[first]) / median(times['warpflash-contiguous']):.2f}"
     print(f"{label:42s} " + " | ".join(cells) + ratio)
@@ -103,11 +115,13 @@ def main():
                         help="comma-separated page sizes of the paged points")
     parser.add_argument("--paged-only", action="store_true", help="skip the contiguous shapes")
     parser.add_argument("--match", default="", help="only the shapes whose label contains this")
+    parser.add_argument("--splits", default="",
+                        help="comma-separated fixed num_splits to time against num_splits=0 (contiguous shapes)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args()
 
-    from warpflash import flash_attn_with_kvcache
+    from warpflash import apply_rotary, flash_attn_with_kvcache
 
     found, missing = flash_attention_peers()
     for name, why in missing.items():
@@ -139,10 +153,18 @@ def main():
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     return torch.nn.functional.scaled_dot_product_attention(q_t, k_t, v_t, enable_gqa=True)
             impls["cudnn"] = cudnn
-        measure(label, impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+        kv_bytes = 2 * batch * seqlen_k * heads_kv * head_dim * 2
+        if args.splits:
+            splits = {"warpflash": impls["warpflash"]}
+            for n in map(int, args.splits.split(",")):
+                splits[f"splits={n}"] = (lambda n=n: flash_attn_with_kvcache(
+                    q, k_cache, v_cache, cache_seqlens=cache_seqlens, causal=causal, num_splits=n))
+            measure(f"{label}, num_splits", splits, kv_bytes, args, rows)
+        else:
+            measure(label, impls, kv_bytes, args, rows)
     # Paged caches (random page tables) against the same cache contiguous, and FA3's paged call.
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
-            shape for shape in PAGED_SHAPES if args.match in shape[0]]:
+            shape for shape in PAGED_SHAPES if args.match in shape[0] and not args.splits]:
         for page_size in map(int, args.page_sizes.split(",")):
             torch.manual_seed(0)
             q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
@@ -161,6 +183,35 @@ def main():
                 impls["fa3"] = lambda: fa3.flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens,
                                                                    page_table=table, causal=causal)
             measure(f"{label}, paged {page_size}", impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+    # Appending the new token with rotary (one kernel before the attention) against the
+    # same decode over a cache that already holds it, with q already rotated.
+    for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
+            shape for shape in SHAPES[:1] if args.match in shape[0] and not args.splits and not args.paged_only]:
+        for page_size in (0, 16):
+            torch.manual_seed(0)
+            q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
+            k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
+            v_cache = torch.randn_like(k_cache)
+            k_new = torch.randn(batch, seqlen_q, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
+            v_new = torch.randn_like(k_new)
+            table = None
+            if page_size:
+                k_cache, table = paged(k_cache, page_size)
+                v_cache, _ = paged(v_cache, page_size)
+            angles = torch.rand(seqlen_k, head_dim // 2, device="cuda") * 6.3
+            cos, sin = angles.cos(), angles.sin()
+            before = torch.full((batch,), seqlen_k - seqlen_q, dtype=torch.int32, device="cuda")
+            full = before + seqlen_q
+            q_rotated = apply_rotary(q, cos, sin, before.long()[:, None], True)
+            impls = {
+                "warpflash": lambda: flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, rotary_cos=cos,
+                                                             rotary_sin=sin, cache_seqlens=before, page_table=table,
+                                                             causal=causal),
+                "warpflash-without-append": lambda: flash_attn_with_kvcache(q_rotated, k_cache, v_cache,
+                                                                            cache_seqlens=full, page_table=table,
+                                                                            causal=causal)}
+            measure(f"{label}, append + rotary" + (f", paged {page_size}" if page_size else ""), impls,
+                    2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

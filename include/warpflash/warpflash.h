@@ -3,6 +3,7 @@
 
 #include "warpflash/backward.h"
 #include "warpflash/forward.h"
+#include "warpflash/kvcache.h"
 #include "warpflash/quantize.h"
 #include "warpflash/status.h"
 #include "warpflash/tensor.h"

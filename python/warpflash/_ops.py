@@ -1,5 +1,5 @@
-"""The compiled functions: the operators torch.ops.warpflash.forward and .backward (with
-their shape functions for torch.compile, and the forward's autograd formula), and the
+"""The compiled functions: the operators torch.ops.warpflash.forward, .backward,
+.quantize_fp8 and .append_kv (with their shape functions for torch.compile, and the forward's autograd formula), and the
 eager fast path warpflash._C.forward, which skips the dispatcher where no gradient is
 needed."""
 import torch
@@ -35,6 +35,12 @@ def _quantize_fp8_fake(x, block_rows, hadamard, seed):
     blocks = 1 if block_rows == 0 else -(-x.shape[1] // block_rows)
     return (torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device),
             torch.empty((x.shape[0], x.shape[2], blocks), dtype=torch.float32, device=x.device))
+
+
+@torch.library.register_fake("warpflash::append_kv")
+def _append_kv_fake(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, page_table,
+                    rotary_interleaved, q_per_token):
+    return torch.empty_like(q) if rotary_cos is not None else q.new_empty(0)
 
 
 def _setup_context(ctx, inputs, output):

@@ -286,29 +286,18 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             raise ValueError(f"warpflash: rotary_cos, rotary_sin have shapes {tuple(rotary_cos.shape)}, "
                              f"{tuple(rotary_sin.shape)}; expected equal (max_position, rotary_dim / 2) with "
                              f"rotary_dim <= head_dim = {q.shape[-1]}")
-        start = cache_seqlens.long() if cache_seqlens is not None else torch.zeros(batch, dtype=torch.long,
-                                                                                   device=q.device)
-        steps = torch.arange(max(seqlen_new, seqlen_q), device=q.device)
-        if k is not None:
-            k = apply_rotary(k, rotary_cos, rotary_sin, start[:, None] + steps[:seqlen_new], rotary_interleaved)
+    seqused_k = cache_seqlens
+    if k is not None or rotary_cos is not None:
+        # One kernel: the new tokens into their slots in place (rotated), q rotated (from
+        # position 0 without cache_seqlens).
+        starts = cache_seqlens if cache_seqlens is not None else torch.zeros(batch, dtype=torch.int32, device=q.device)
         per_token = causal or left >= 0 or right >= 0
-        q_positions = start[:, None] + (steps[:seqlen_q] if per_token else torch.zeros_like(steps[:seqlen_q]))
-        q = apply_rotary(q, rotary_cos, rotary_sin, q_positions, rotary_interleaved)
-    seqused_k = None
-    if cache_seqlens is not None:
-        seqused_k = cache_seqlens
-        if k is not None:  # the new tokens into their slots, in place
-            slots = cache_seqlens.long()[:, None] + torch.arange(seqlen_new, device=q.device)
-            if page_table is not None:
-                page_size = k_cache.shape[1]
-                rows = page_table.long().gather(1, slots // page_size)
-                slots = slots % page_size
-            else:
-                rows = (cache_batch_idx.long() if cache_batch_idx is not None else
-                        torch.arange(batch, device=q.device))[:, None].expand_as(slots)
-            k_cache[rows, slots] = k.to(k_cache.dtype)
-            v_cache[rows, slots] = v.to(v_cache.dtype)
-            seqused_k = (cache_seqlens + seqlen_new).to(torch.int32)
+        q_rotated = torch.ops.warpflash.append_kv(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, starts,
+                                                  cache_batch_idx, page_table, bool(rotary_interleaved), per_token)
+        if rotary_cos is not None:
+            q = q_rotated
+        if k is not None:
+            seqused_k = cache_seqlens + seqlen_new
     if softmax_scale is None:
         softmax_scale = 1.0 / math.sqrt(q.shape[-1])
     with torch.no_grad():  # as FlashAttention's: no gradient through the cache

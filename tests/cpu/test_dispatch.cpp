@@ -184,6 +184,9 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(64, true, 1, 1), ForwardVariant::kShortCausal);
   EXPECT_EQ(forward_variant(64, true, 2049, 2049), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(64, false, 512, 512), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(64, false, 4, 8192), ForwardVariant::kShortCausal);  // decode's 4 packed rows
+  EXPECT_EQ(forward_variant(64, false, 128, 128), ForwardVariant::kShortCausal);
+  EXPECT_EQ(forward_variant(64, false, 129, 8192), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(64, false, 512, 16384), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(128, true, 512, 512), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(128, false, 512, 8191), ForwardVariant::kDefault);

@@ -143,9 +143,9 @@ TEST(SplitKv, ChosenOnlyWhereTilesLeaveSmsIdle) {
   // split in two (128 pieces, one round); batch 1 x 8 heads into 16ths.
   EXPECT_EQ(choose_splits(256, 52, 132), 1);
   EXPECT_EQ(choose_splits(64, 205, 132), 2);
-  int one_sequence = choose_splits(8, 52, 132);
-  EXPECT_GE(one_sequence * 8, 0.85 * 132 * 0.85);
-  EXPECT_LE(one_sequence * 8, 132);
+  EXPECT_EQ(choose_splits(8, 52, 132), 16);
+  EXPECT_EQ(choose_splits(8, 820, 132), 16);  // not two rounds (33), nor 15
+  EXPECT_EQ(choose_splits(1, 820, 132), kMaxSplits);
   // Pieces stay at least kMinSplitBlocks blocks long.
   EXPECT_EQ(choose_splits(8, 3, 132), 1);
   EXPECT_LE(choose_splits(8, 9, 132), 9 / kMinSplitBlocks);

@@ -281,11 +281,9 @@ def test_paged_cache_of_an_unsupported_head_dim_says_so(head_dim):
         flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=20, page_table=table)
 
 
-@pytest.mark.parametrize("paged_cache", [False, True])
-def test_decode_step_in_a_cuda_graph(paged_cache):
-    """A decode step with changing cache_seqlens replays from one capture."""
-    skip_unless_compiled(128, torch.bfloat16)
-    batch, s_cache, hq, hkv, d = 8, 2048, 32, 8, 128
+def decode_step_tensors(batch, s_cache, hq, hkv, d, page_size):
+    """q, k_new, v_new (one token) and the caches of a bf16 decode step; paged with a random
+    table of page_size rows (0: contiguous, table None)."""
     dtype = torch.bfloat16
     q = torch.randn(batch, 1, hq, d, device="cuda", dtype=dtype)
     k_new = torch.randn(batch, 1, hkv, d, device="cuda", dtype=dtype)
@@ -293,26 +291,69 @@ def test_decode_step_in_a_cuda_graph(paged_cache):
     k_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
     v_cache = torch.randn(batch, s_cache, hkv, d, device="cuda", dtype=dtype)
     table = None
-    if paged_cache:
-        k_cache, table = paged(k_cache, 64)
-        v_cache, _ = paged(v_cache, 64)
-    cache_seqlens = torch.full((batch,), 100, dtype=torch.int32, device="cuda")
-    step = lambda: flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, cache_seqlens=cache_seqlens,
-                                           page_table=table, causal=True)
+    if page_size:
+        k_cache, table = paged(k_cache, page_size)
+        v_cache, _ = paged(v_cache, page_size)
+    return q, k_new, v_new, k_cache, v_cache, table
+
+
+def capture(step):
+    """A CUDA graph of step() (warmed up on a side stream first) and its output tensor."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        step()  # warm-up outside the capture
+        step()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = step()
+    return graph, out
+
+
+@pytest.mark.parametrize("paged_cache", [False, True])
+def test_decode_step_in_a_cuda_graph(paged_cache):
+    """A decode step with changing cache_seqlens replays from one capture."""
+    skip_unless_compiled(128, torch.bfloat16)
+    batch = 8
+    q, k_new, v_new, k_cache, v_cache, table = decode_step_tensors(batch, 2048, 32, 8, 128, 64 if paged_cache else 0)
+    cache_seqlens = torch.full((batch,), 100, dtype=torch.int32, device="cuda")
+    graph, out = capture(lambda: flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new,
+                                                         cache_seqlens=cache_seqlens, page_table=table, causal=True))
     for n in (100, 1500, 7):
         cache_seqlens.fill_(n)
         graph.replay()
         torch.cuda.synchronize()
         expected = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=n + 1, page_table=table, causal=True)
         assert torch.equal(out, expected), f"replay with cache_seqlens {n}"
+
+
+@pytest.mark.parametrize("paged_cache", [False, True])
+def test_append_with_rotary_compiles_and_replays(paged_cache):
+    """A decode step that appends with rotary (one kernel, mutating the caches) gives the
+    eager result under torch.compile(fullgraph=True) and from a CUDA graph."""
+    skip_unless_compiled(128, torch.bfloat16)
+    torch.manual_seed(11)
+    d = 128
+    q, k_new, v_new, k_cache, v_cache, table = decode_step_tensors(4, 512, 16, 4, d, 16 if paged_cache else 0)
+    angles = torch.rand(512, d // 2, device="cuda") * 6.3
+    cos, sin = angles.cos(), angles.sin()
+    cache_seqlens = torch.tensor([0, 100, 300, 511], dtype=torch.int32, device="cuda")
+
+    def step(k_cache, v_cache):
+        return flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin,
+                                       cache_seqlens=cache_seqlens, page_table=table, causal=True,
+                                       rotary_interleaved=False)
+
+    k_eager, v_eager = k_cache.clone(), v_cache.clone()
+    expected = step(k_eager, v_eager)
+    k_compiled, v_compiled = k_cache.clone(), v_cache.clone()
+    got = torch.compile(step, fullgraph=True)(k_compiled, v_compiled)
+    assert torch.equal(got, expected) and torch.equal(k_compiled, k_eager) and torch.equal(v_compiled, v_eager)
+    k_graph, v_graph = k_cache.clone(), v_cache.clone()
+    graph, out = capture(lambda: step(k_graph, v_graph))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, expected) and torch.equal(k_graph, k_eager) and torch.equal(v_graph, v_eager)
 
 
 def test_errors_name_the_argument():
@@ -333,5 +374,10 @@ def test_errors_name_the_argument():
         flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.zeros(3, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="k and v"):
         flash_attn_with_kvcache(q, cache, cache, k=cache[:, :1], cache_seqlens=1)
+    with pytest.raises(TypeError, match="rotary_cos, rotary_sin have dtypes torch.float64"):
+        table = torch.ones(64, 32, dtype=torch.float64, device="cuda")
+        flash_attn_with_kvcache(q, cache, cache, cache_seqlens=1, rotary_cos=table, rotary_sin=table)
+    with pytest.raises(TypeError, match="k has dtype torch.float16"):
+        flash_attn_with_kvcache(q, cache, cache, k=cache[:, :1].half(), v=cache[:, :1].half(), cache_seqlens=1)
     with pytest.raises(ValueError, match="num_splits = 200"):
         flash_attn_with_kvcache(q, cache, cache, num_splits=200)

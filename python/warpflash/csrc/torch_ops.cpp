@@ -447,6 +447,95 @@ std::tuple<at::Tensor, at::Tensor> quantize_fp8_op(const at::Tensor& x, int64_t 
   return {codes, scales};
 }
 
+// flash_attn_with_kvcache's append in one kernel: k and v (batch, seqlen_new, heads_kv,
+// ...) into the caches in place at slots cache_seqlens + t (paged through page_table, or
+// at rows cache_batch_idx), k rotated by rotary_cos / rotary_sin at those positions.
+// Returns q rotated the same way (q_per_token: each token at its own position, else all
+// at cache_seqlens), or an empty tensor without rotary tables.
+at::Tensor append_kv_op(const at::Tensor& q, const at::Tensor& k_cache,
+                        const at::Tensor& v_cache, const c10::optional<at::Tensor>& k,
+                        const c10::optional<at::Tensor>& v, const c10::optional<at::Tensor>& rotary_cos,
+                        const c10::optional<at::Tensor>& rotary_sin, const at::Tensor& cache_seqlens,
+                        const c10::optional<at::Tensor>& cache_batch_idx, const c10::optional<at::Tensor>& page_table,
+                        bool rotary_interleaved, bool q_per_token) {
+  const std::pair<const char*, const at::Tensor*> tensors[] = {
+      {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k", k ? &*k : nullptr}, {"v", v ? &*v : nullptr}};
+  for (const auto& [name, t] : tensors) {
+    if (t == nullptr) continue;
+    TORCH_CHECK_TYPE(t->scalar_type() == q.scalar_type(), "warpflash: ", name, " has dtype ",
+                     python_dtype(t->scalar_type()), "; q has ", python_dtype(q.scalar_type()),
+                     " (the cache and the new tokens take q's)");
+    TORCH_CHECK_VALUE(t->is_cuda() && t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(),
+                      "; q is on ", q.device().str());
+    TORCH_CHECK_VALUE(t->dim() == 4 && t->stride(-1) == 1, "warpflash: ", name,
+                      " must be 4-D with its last dimension contiguous, got shape ", python_shape(*t));
+  }
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, "warpflash: q has dtype ",
+                   python_dtype(q.scalar_type()), "; appending to a cache takes torch.float16 or torch.bfloat16");
+  const std::pair<const char*, const at::Tensor*> indices[] = {
+      {"cache_seqlens", &cache_seqlens},
+      {"cache_batch_idx", cache_batch_idx ? &*cache_batch_idx : nullptr},
+      {"page_table", page_table ? &*page_table : nullptr}};
+  for (const auto& [name, t] : indices) {
+    if (t == nullptr) continue;
+    TORCH_CHECK_TYPE(t->scalar_type() == at::kInt, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
+                     "; torch.int32 is required");
+    TORCH_CHECK_VALUE(t->is_cuda() && t->device() == q.device() && t->stride(-1) == 1, "warpflash: ", name,
+                      " must be a CUDA tensor on q's device with a contiguous last dimension");
+  }
+  c10::cuda::CUDAGuard device_guard(q.device());
+  warpflash::AppendKvArgs args;
+  args.dtype = dtype_of(q.scalar_type());
+  args.batch = q.size(0);
+  args.seqlen_q = q.size(1);
+  args.heads_q = q.size(2);
+  args.head_dim = k_cache.size(3);
+  args.head_dim_v = v_cache.size(3);
+  args.heads_kv = k_cache.size(2);
+  args.cache_batch = k_cache.size(0);
+  args.cache_seqlen = k_cache.size(1);
+  args.k_cache = view_of(k_cache);
+  args.v_cache = view_of(v_cache);
+  if (k.has_value()) {
+    args.seqlen_new = k->size(1);
+    args.k_new = view_of(*k);
+    args.v_new = view_of(*v);
+  }
+  args.cache_seqlens = cache_seqlens.data_ptr<int32_t>();
+  if (cache_batch_idx.has_value()) args.cache_batch_idx = cache_batch_idx->data_ptr<int32_t>();
+  if (page_table.has_value()) {
+    args.page_table = page_table->data_ptr<int32_t>();
+    args.page_table_stride = page_table->stride(0);
+    args.max_pages = page_table->size(1);
+  }
+  at::Tensor q_out = at::empty({0}, q.options()), cos, sin;
+  if (rotary_cos.has_value()) {
+    cos = rotary_cos->contiguous();
+    sin = rotary_sin->contiguous();
+    TORCH_CHECK_TYPE((cos.scalar_type() == q.scalar_type() || cos.scalar_type() == at::kFloat) &&
+                         sin.scalar_type() == cos.scalar_type(),
+                     "warpflash: rotary_cos, rotary_sin have dtypes ", python_dtype(cos.scalar_type()), ", ",
+                     python_dtype(sin.scalar_type()), "; both q's (", python_dtype(q.scalar_type()),
+                     ") or torch.float32 are required");
+    TORCH_CHECK_VALUE(cos.is_cuda() && cos.device() == q.device() && sin.device() == q.device(),
+                      "warpflash: rotary_cos and rotary_sin must be CUDA tensors on q's device");
+    args.rotary_cos = cos.data_ptr();
+    args.rotary_sin = sin.data_ptr();
+    args.rotary_positions = cos.size(0);
+    args.rotary_dim = 2 * cos.size(1);
+    args.rotary_fp32 = cos.scalar_type() == at::kFloat;
+    args.rotary_interleaved = rotary_interleaved;
+    args.q_per_token = q_per_token;
+    q_out = at::empty(q.sizes(), q.options());
+    args.q = view_of(q);
+    args.q_out = view_of(q_out);
+  }
+  args.stream = c10::cuda::getCurrentCUDAStream().stream();
+  args.check_pointers = false;  // CUDA tensors, checked above
+  raise_if_error(warpflash::append_kv_cache(args));
+  return q_out;
+}
+
 warpflash::DType dtype_named(const std::string& name) {
   if (name == "float8_e4m3fn") return warpflash::DType::kFloat8E4M3;
   return name == "bfloat16" ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
@@ -467,12 +556,17 @@ TORCH_LIBRARY(warpflash, m) {
       "float softmax_scale, bool causal, int window_left, int window_right, int attention_chunk, float softcap, "
       "Tensor? learnable_sink, bool deterministic) -> (Tensor d_q, Tensor d_k, Tensor d_v, Tensor d_sink)");
   m.def("quantize_fp8(Tensor x, int block_rows, bool hadamard, int seed) -> (Tensor codes, Tensor scales)");
+  m.def(
+      "append_kv(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? k, Tensor? v, Tensor? rotary_cos, "
+      "Tensor? rotary_sin, Tensor cache_seqlens, Tensor? cache_batch_idx, Tensor? page_table, bool rotary_interleaved, "
+      "bool q_per_token) -> Tensor q_out");
 }
 
 TORCH_LIBRARY_IMPL(warpflash, CUDA, m) {
   m.impl("forward", &forward_op);
   m.impl("backward", &backward_op);
   m.impl("quantize_fp8", &quantize_fp8_op);
+  m.impl("append_kv", &append_kv_op);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -63,6 +63,9 @@ struct ForwardTileConfig {
 // Second kernels per head dim, chosen by problem size (docs/perf-notes.md):
 // - kShortCausal, d=64 causal problems up to 2k queries: 128 x 128 tiles with two
 //   consumer warpgroups; +27% at causal 512-1k and +4% at 2k over 192-row tiles, -9% at 8k.
+//   Also every d=64 problem of at most 128 query rows (decode's packed heads): a 192-row
+//   tile would leave at least a third of its rows empty, and only two-warpgroup kernels
+//   skip the GEMMs of a warpgroup without rows (kernel.h).
 // - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
 //   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
 // - kShort, d=256 with at most 1k keys (2k causal): 128 x 64 tiles, O leaving through the
@@ -86,6 +89,7 @@ constexpr const char* forward_variant_name(ForwardVariant variant) {
 // speed up the plain problems compile only that one.
 enum ForwardLoops { kPlainLoop = 1, kGeneralLoop = 2, kBothLoops = 3 };
 constexpr int kShortCausalMaxSeqlen = 2048;
+constexpr int kShortMaxRowsD64 = 128;
 constexpr int kLongMinSeqlenK = 8192;
 constexpr int kShortMaxSeqlenK = 1024;
 constexpr int kShortMaxSeqlenKCausal = 2048;
@@ -94,7 +98,9 @@ constexpr int kClusteredBlockM = 128;
 // the clustered kernels take; for varlen the lengths are the longest sequences'.
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k,
                                          bool uniform_tiles = true) {
-  if (head_dim == 64 && causal && seqlen_q <= kShortCausalMaxSeqlen) return ForwardVariant::kShortCausal;
+  if (head_dim == 64 && seqlen_q <= (causal ? kShortCausalMaxSeqlen : kShortMaxRowsD64)) {
+    return ForwardVariant::kShortCausal;
+  }
   bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
   if (head_dim == 128 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
     return ForwardVariant::kLongClustered;

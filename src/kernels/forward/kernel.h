@@ -312,9 +312,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // A tile that sees no key (causal rows above the diagonal, seqlen_k = 0, outside the
       // window) keeps O = 0.
       float o_unit = 1.f;  // what O is still to be multiplied by (FP8's V block scales)
+      // The general loop's tiles may end within their first warpgroup's rows (decode,
+      // short sequences): a warpgroup with none of them takes no part in the GEMMs. (Not
+      // in d=64's three consumer warpgroups of 160 registers, where the branch spilled:
+      // forward_variant() gives their few-row problems to the two-warpgroup kernel.)
+      bool rows_of_warpgroup = !kGeneralLoop || Traits::kFp8 || !kWarpSpecialization ||
+                               Traits::kConsumerWarpgroups != 2 ||
+                               tile.m_block * Traits::kBlockM + (warpgroup - 1) * 64 < work.mask.rows();
       if (work.empty()) {
         if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
+      } else if (!rows_of_warpgroup) {
+        if constexpr (!Traits::kFp8) {
+          Mainloop::pass_blocks(storage, pipeline_k, pipeline_v, read_k, pingpong, work, round);
+        }
       } else {
         if constexpr (Traits::kFp8) {
           o_unit = Mainloop::template mma<Mask>(params, storage, pipeline_k, pipeline_vt, read_k, pingpong, index, tile,

@@ -118,6 +118,31 @@ struct ForwardMainloop {
     }
   }
 
+  // A consumer warpgroup whose 64 rows all lie past the tile's rows (packed GQA's decode:
+  // 4 rows of 128; the last tile of a short sequence) computes nothing and keeps only its
+  // part of the protocol: the Q buffer released once full, each block's K and V slots
+  // released once V's is full, one pingpong turn per block and one more, as mma() takes.
+  // (V full means the producer has taken K's slot for this block before V's, so both
+  // arrivals count towards this fill.) The other warpgroup then has the tensor cores and
+  // the SM's issue slots to itself.
+  template <class Pingpong>
+  CUTE_DEVICE static void pass_blocks(SharedStorage& storage, PipelineKV& pipeline_k, PipelineKV& pipeline_v,
+                                      PipelineState& read_k, Pingpong const& pingpong, TileWork const& work,
+                                      int round) {
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    if constexpr (!Traits::kOInQBuffer) release_q(storage, round);
+    for (int blocks_left = work.n_block_end - work.n_block_begin; blocks_left > 0; --blocks_left) {
+      pingpong.wait_turn();
+      pingpong.pass_turn();
+      pipeline_v.consumer_wait(read_k);
+      release_kv(pipeline_k, storage.pipeline_k, read_k);
+      release_kv(pipeline_v, storage.pipeline_v, read_k);
+      ++read_k;
+    }
+    pingpong.wait_turn();
+    pingpong.pass_turn();
+  }
+
   // Packed GQA with several query positions (Params::q_rows): each consumer warpgroup
   // loads its 64 rows of the tile's Q into the round's buffer, 16 bytes a thread at a
   // time, zeros past the tile's rows, then makes them visible to its WGMMAs.

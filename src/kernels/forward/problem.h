@@ -129,24 +129,17 @@ inline bool split_kv_allowed(ForwardArgs const& args) {
 }
 
 // The pieces per tile when the caller leaves it to us (num_splits = 0): none while the
-// tiles fill most SMs; otherwise the fewest pieces whose rounds use the SMs within 85% as
-// well as the best count does, each piece at least kMinSplitBlocks K/V blocks long.
-// `n_blocks`: the K/V blocks of the longest tile.
+// tiles fill most SMs; otherwise as many as one round of CTAs takes (tiles x pieces <=
+// SMs), each piece at least kMinSplitBlocks K/V blocks long. More rounds only add pieces
+// to merge, and fewer pieces leave SMs idle: decode batch 1 kv 128k (8 tiles) took 140.6 us
+// with 15 pieces (an earlier rule's pick), 132.7 with 16, 138.8 with 33 (H200,
+// docs/perf-notes.md). `n_blocks`: the K/V blocks of the longest tile.
 constexpr int kMaxSplits = 128;
 constexpr int kMinSplitBlocks = 2;
 inline int choose_splits(int64_t tiles, int64_t n_blocks, int sm_count) {
   if (tiles <= 0 || sm_count <= 0 || tiles * 5 >= int64_t(sm_count) * 4) return 1;
   int64_t most = std::min<int64_t>(kMaxSplits, n_blocks / kMinSplitBlocks);
-  auto efficiency = [&](int64_t splits) {
-    int64_t pieces = tiles * splits, rounds = (pieces + sm_count - 1) / sm_count;
-    return double(pieces) / double(rounds * sm_count);
-  };
-  double best = efficiency(1);
-  for (int64_t splits = 2; splits <= most; ++splits) best = std::max(best, efficiency(splits));
-  for (int64_t splits = 1; splits <= most; ++splits) {
-    if (efficiency(splits) >= 0.85 * best) return static_cast<int>(splits);
-  }
-  return 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, sm_count / tiles)));
 }
 
 // Split-KV's workspace: the tile counter, then a slot per piece.
