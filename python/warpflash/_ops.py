@@ -1,7 +1,7 @@
 """The compiled functions: the operators torch.ops.warpflash.forward, .backward,
-.quantize_fp8 and .append_kv (with their shape functions for torch.compile, and the forward's autograd formula), and the
-eager fast path warpflash._C.forward, which skips the dispatcher where no gradient is
-needed."""
+.quantize_fp8 and .append_kv (with their shape functions for torch.compile, and the
+forward's autograd formula), and the eager fast path warpflash._C.forward, which skips
+the dispatcher where no gradient is needed."""
 import torch
 
 from warpflash import _C  # registers torch.ops.warpflash

@@ -54,11 +54,13 @@ Status validate_append_kv_cache(const AppendKvArgs& args) {
   if (!(status = check_head_dim("head_dim", args.head_dim)).ok()) return status;
   if (!(status = check_head_dim("head_dim_v", args.head_dim_v)).ok()) return status;
   if (args.rotary_dim < 0 || args.rotary_dim % 2 != 0 || args.rotary_dim > args.head_dim) {
-    return invalid(concat("rotary_dim = ", args.rotary_dim, " is not allowed: it must be even, from 0 (no rotation) to ",
-                          "head_dim = ", args.head_dim));
+    return invalid(concat("rotary_dim = ", args.rotary_dim,
+                          " is not allowed: it must be even, from 0 (no rotation) to head_dim = ", args.head_dim));
   }
   if (args.batch == 0 || (args.seqlen_new == 0 && (!rotates(args) || args.seqlen_q == 0))) return Status::Ok();
-  if (args.cache_seqlens == nullptr) return invalid("cache_seqlens is null; an int32 device array (batch,) is required");
+  if (args.cache_seqlens == nullptr) {
+    return invalid("cache_seqlens is null; an int32 device array (batch,) is required");
+  }
   const int bytes = dtype_size_bytes(args.dtype);
   if (rotates(args)) {
     if (args.rotary_cos == nullptr || args.rotary_sin == nullptr) {
@@ -66,10 +68,12 @@ Status validate_append_kv_cache(const AppendKvArgs& args) {
                             "(rotary_positions, rotary_dim / 2) device arrays); one is null"));
     }
     if (args.seqlen_q > 0) {
-      if (!(status = check_tensor_view(kApi, "q", args.q, args.batch, args.seqlen_q, args.heads_q, bytes, false)).ok() ||
-          !(status = check_tensor_view(kApi, "q_out", args.q_out, args.batch, args.seqlen_q, args.heads_q, bytes,
-                                       false)).ok()) {
-        return status;
+      const std::pair<const char*, const TensorView4d*> queries[] = {{"q", &args.q}, {"q_out", &args.q_out}};
+      for (const auto& [name, view] : queries) {
+        if (!(status = check_tensor_view(kApi, name, *view, args.batch, args.seqlen_q, args.heads_q, bytes, false))
+                 .ok()) {
+          return status;
+        }
       }
     }
   }
@@ -80,7 +84,8 @@ Status validate_append_kv_cache(const AppendKvArgs& args) {
   }
   const std::pair<const char*, const TensorView4d*> news[] = {{"k_new", &args.k_new}, {"v_new", &args.v_new}};
   for (const auto& [name, view] : news) {
-    if (!(status = check_tensor_view(kApi, name, *view, args.batch, args.seqlen_new, args.heads_kv, bytes, false)).ok()) {
+    if (!(status = check_tensor_view(kApi, name, *view, args.batch, args.seqlen_new, args.heads_kv, bytes, false))
+             .ok()) {
       return status;
     }
   }
@@ -120,7 +125,9 @@ Status append_kv_cache(const AppendKvArgs& args) {
       if (args.cache_batch_idx != nullptr) pointers.push_back({"cache_batch_idx", args.cache_batch_idx});
       if (args.page_table != nullptr) pointers.push_back({"page_table", args.page_table});
     }
-    if (rotates(args)) pointers.insert(pointers.end(), {{"rotary_cos", args.rotary_cos}, {"rotary_sin", args.rotary_sin}});
+    if (rotates(args)) {
+      pointers.insert(pointers.end(), {{"rotary_cos", args.rotary_cos}, {"rotary_sin", args.rotary_sin}});
+    }
     if (rotates_q) pointers.insert(pointers.end(), {{"q.data", args.q.data}, {"q_out.data", args.q_out.data}});
     for (const auto& [name, pointer] : pointers) {
       if (!(status = check_device_pointer(kApi, name, pointer)).ok()) return status;
