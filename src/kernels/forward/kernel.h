@@ -316,14 +316,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // short sequences): a warpgroup with none of them takes no part in the GEMMs. (Not
       // in d=64's three consumer warpgroups of 160 registers, where the branch spilled:
       // forward_variant() gives their few-row problems to the two-warpgroup kernel.)
-      bool rows_of_warpgroup = !kGeneralLoop || Traits::kFp8 || !kWarpSpecialization ||
-                               Traits::kConsumerWarpgroups != 2 ||
+      constexpr bool kSkipsEmptyWarpgroups =
+          kGeneralLoop && !Traits::kFp8 && kWarpSpecialization && Traits::kConsumerWarpgroups == 2;
+      bool rows_of_warpgroup = !kSkipsEmptyWarpgroups ||
                                tile.m_block * Traits::kBlockM + (warpgroup - 1) * 64 < work.mask.rows();
       if (work.empty()) {
         if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else if (!rows_of_warpgroup) {
-        if constexpr (!Traits::kFp8) {
+        if constexpr (kSkipsEmptyWarpgroups) {
           Mainloop::pass_blocks(storage, pipeline_k, pipeline_v, read_k, pingpong, work, round);
         }
       } else {
