@@ -1,5 +1,5 @@
-"""Builds the PyTorch extension warpflash._C: a small C++ file of operators
-(python/warpflash/csrc/torch_ops.cpp) linked with the CUDA kernel library libwarpflash.a.
+"""Builds the PyTorch extension warpflash._C: small C++ files of operators
+(python/warpflash/csrc/*.cpp) linked with the CUDA kernel library libwarpflash.a.
 
 The kernel library comes from WARPFLASH_PREBUILT_LIB (a libwarpflash.a built elsewhere, e.g.
 by ./scripts/build.sh on a machine without a GPU) or is built here with CMake into
@@ -48,7 +48,7 @@ setup(
     ext_modules=[
         CUDAExtension(
             name="warpflash._C",
-            sources=["python/warpflash/csrc/torch_ops.cpp"],
+            sources=[f"python/warpflash/csrc/{name}.cpp" for name in ("torch_ops", "quantize_ops", "kvcache_ops")],
             include_dirs=[str(ROOT / "include")],
             extra_compile_args={"cxx": ["-O2", "-std=c++17"]},
         )

@@ -1,5 +1,6 @@
-// PyTorch bindings of the C++ API: tensors in, tensors out, on the current CUDA stream.
-// The forward is registered twice: as the operator torch.ops.warpflash.forward (seen by
+// PyTorch bindings of the C++ API: tensors in, tensors out, on the current CUDA stream
+// (this file: the attention; quantize_ops.cpp, kvcache_ops.cpp: the others, registered as
+// fragments of the same library). The forward is registered twice: as the operator torch.ops.warpflash.forward (seen by
 // torch.compile and CUDA graphs like any op; its shape function lives in
 // warpflash/_ops.py), and as the plain function warpflash._C.forward, the eager fast path
 // that skips the dispatcher's per-call cost and the LSE when it is not asked for.
@@ -9,44 +10,17 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include "common.h"
 #include "warpflash/warpflash.h"
 
 namespace {
 
-// (batch, seqlen, heads, head_dim), or packed (total, heads, head_dim): batch_stride unused.
-warpflash::TensorView4d view_of(const at::Tensor& t) {
-  if (t.dim() == 3) return {t.data_ptr(), 0, t.stride(0), t.stride(1)};
-  return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
-}
-
-// Library errors keep their message: bad arguments raise ValueError, CUDA failures RuntimeError.
-void raise_if_error(const warpflash::Status& status) {
-  if (status.ok()) return;
-  if (status.code() == warpflash::StatusCode::kCudaError) TORCH_CHECK(false, status.message());
-  TORCH_CHECK_VALUE(false, status.message());
-}
-
-// Messages are built from strings only (numbers through std::to_string): no iostream
-// formatting in this extension. Spelled as in Python, so they read like the caller's code.
-std::string python_dtype(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat: return "torch.float32";
-    case at::kDouble: return "torch.float64";
-    case at::kHalf: return "torch.float16";
-    case at::kBFloat16: return "torch.bfloat16";
-    case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
-    case at::kInt: return "torch.int32";
-    case at::kLong: return "torch.int64";
-    default: return std::string("torch.") + c10::toString(type);
-  }
-}
-
-// A shape as Python prints it: (2, 64, 8).
-std::string python_shape(const at::Tensor& t) {
-  std::string text = "(";
-  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
-  return text + (t.dim() == 1 ? ",)" : ")");
-}
+using warpflash_torch::dtype_of;
+using warpflash_torch::int_vector;
+using warpflash_torch::python_dtype;
+using warpflash_torch::python_shape;
+using warpflash_torch::raise_if_error;
+using warpflash_torch::view_of;
 
 // What the C++ API cannot see in raw pointers: ranks, dtypes, devices, matching shapes.
 // rank: 4 for (batch, seqlen, heads, head_dim), 3 for packed varlen (total, heads, head_dim).
@@ -97,24 +71,6 @@ void check_tensors(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   TORCH_CHECK_VALUE(q.device() == k.device() && q.device() == v.device(),
                     "warpflash: q, k, v must be on one device, got ", q.device().str(), ", ", k.device().str(), ", ",
                     v.device().str());
-}
-
-// An optional int32 vector (cu_seqlens, seqused) of `length` on q's device, contiguous.
-const int* int_vector(const c10::optional<at::Tensor>& t, const char* name, int64_t length, const at::Tensor& q) {
-  if (!t.has_value()) return nullptr;
-  TORCH_CHECK_TYPE(t->scalar_type() == at::kInt, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
-                   "; it must be torch.int32");
-  TORCH_CHECK_VALUE(t->dim() == 1 && t->size(0) == length, "warpflash: ", name, " has shape ", python_shape(*t),
-                    "; expected (", std::to_string(length), ",)");
-  TORCH_CHECK_VALUE(t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(), "; q is on ",
-                    q.device().str());
-  TORCH_CHECK_VALUE(t->is_contiguous(), "warpflash: ", name, " must be contiguous");
-  return t->data_ptr<int>();
-}
-
-warpflash::DType dtype_of(at::ScalarType type) {
-  if (type == at::kFloat8_e4m3fn) return warpflash::DType::kFloat8E4M3;
-  return type == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
 }
 
 // FP8's scales of one of q, k, v (`name`: q_descale, k_descale or v_descale), fp32 on q's
@@ -413,129 +369,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_op(
   return {d_q, d_k, d_v, d_sink};
 }
 
-// e4m3 codes of x (contiguous, float8_e4m3fn) and their fp32 scales (batch, heads,
-// blocks): x ~= codes * scales per block of block_rows rows (0: per (batch, head)), after
-// the random-sign Hadamard transform along head_dim of seed `seed` with `hadamard`.
-std::tuple<at::Tensor, at::Tensor> quantize_fp8_op(const at::Tensor& x, int64_t block_rows, bool hadamard,
-                                                   int64_t seed) {
-  TORCH_CHECK_VALUE(x.dim() == 4, "warpflash: x must be 4-D (batch, seqlen, heads, head_dim), got shape ",
-                    python_shape(x));
-  TORCH_CHECK_TYPE(x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16, "warpflash: x has dtype ",
-                   python_dtype(x.scalar_type()), "; supported are torch.float16, torch.bfloat16");
-  TORCH_CHECK_VALUE(x.is_cuda(), "warpflash: x is on ", x.device().str(), "; warpflash runs on CUDA (Hopper) tensors");
-  TORCH_CHECK_VALUE(x.stride(-1) == 1, "warpflash: x.stride(-1) = ", std::to_string(x.stride(-1)),
-                    "; the last dimension (head_dim) must be contiguous (call .contiguous())");
-  c10::cuda::CUDAGuard device_guard(x.device());
-  at::Tensor codes = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
-  int64_t blocks = std::max<int64_t>(warpflash::quantize_fp8_num_blocks(x.size(1), block_rows), 0);
-  at::Tensor scales = at::empty({x.size(0), x.size(2), blocks}, x.options().dtype(at::kFloat));
-  warpflash::QuantizeFp8Args args;
-  args.dtype = dtype_of(x.scalar_type());
-  args.batch = x.size(0);
-  args.seqlen = x.size(1);
-  args.heads = x.size(2);
-  args.head_dim = x.size(3);
-  args.input = view_of(x);
-  args.output = view_of(codes);
-  args.scales = scales.data_ptr<float>();
-  args.block_rows = block_rows;
-  args.hadamard = hadamard;
-  args.seed = static_cast<uint64_t>(seed);
-  args.stream = c10::cuda::getCurrentCUDAStream().stream();
-  args.check_pointers = false;  // CUDA tensors, checked above
-  raise_if_error(warpflash::quantize_fp8(args));
-  return {codes, scales};
-}
-
-// flash_attn_with_kvcache's append in one kernel: k and v (batch, seqlen_new, heads_kv,
-// ...) into the caches in place at slots cache_seqlens + t (paged through page_table, or
-// at rows cache_batch_idx), k rotated by rotary_cos / rotary_sin at those positions.
-// Returns q rotated the same way (q_per_token: each token at its own position, else all
-// at cache_seqlens), or an empty tensor without rotary tables.
-at::Tensor append_kv_op(const at::Tensor& q, const at::Tensor& k_cache,
-                        const at::Tensor& v_cache, const c10::optional<at::Tensor>& k,
-                        const c10::optional<at::Tensor>& v, const c10::optional<at::Tensor>& rotary_cos,
-                        const c10::optional<at::Tensor>& rotary_sin, const at::Tensor& cache_seqlens,
-                        const c10::optional<at::Tensor>& cache_batch_idx, const c10::optional<at::Tensor>& page_table,
-                        bool rotary_interleaved, bool q_per_token) {
-  const std::pair<const char*, const at::Tensor*> tensors[] = {
-      {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k", k ? &*k : nullptr}, {"v", v ? &*v : nullptr}};
-  for (const auto& [name, t] : tensors) {
-    if (t == nullptr) continue;
-    TORCH_CHECK_TYPE(t->scalar_type() == q.scalar_type(), "warpflash: ", name, " has dtype ",
-                     python_dtype(t->scalar_type()), "; q has ", python_dtype(q.scalar_type()),
-                     " (the cache and the new tokens take q's)");
-    TORCH_CHECK_VALUE(t->is_cuda() && t->device() == q.device(), "warpflash: ", name, " is on ", t->device().str(),
-                      "; q is on ", q.device().str());
-    TORCH_CHECK_VALUE(t->dim() == 4 && t->stride(-1) == 1, "warpflash: ", name,
-                      " must be 4-D with its last dimension contiguous, got shape ", python_shape(*t));
-  }
-  TORCH_CHECK_TYPE(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, "warpflash: q has dtype ",
-                   python_dtype(q.scalar_type()), "; appending to a cache takes torch.float16 or torch.bfloat16");
-  const std::pair<const char*, const at::Tensor*> indices[] = {
-      {"cache_seqlens", &cache_seqlens},
-      {"cache_batch_idx", cache_batch_idx ? &*cache_batch_idx : nullptr},
-      {"page_table", page_table ? &*page_table : nullptr}};
-  for (const auto& [name, t] : indices) {
-    if (t == nullptr) continue;
-    TORCH_CHECK_TYPE(t->scalar_type() == at::kInt, "warpflash: ", name, " has dtype ", python_dtype(t->scalar_type()),
-                     "; torch.int32 is required");
-    TORCH_CHECK_VALUE(t->is_cuda() && t->device() == q.device() && t->stride(-1) == 1, "warpflash: ", name,
-                      " must be a CUDA tensor on q's device with a contiguous last dimension");
-  }
-  c10::cuda::CUDAGuard device_guard(q.device());
-  warpflash::AppendKvArgs args;
-  args.dtype = dtype_of(q.scalar_type());
-  args.batch = q.size(0);
-  args.seqlen_q = q.size(1);
-  args.heads_q = q.size(2);
-  args.head_dim = k_cache.size(3);
-  args.head_dim_v = v_cache.size(3);
-  args.heads_kv = k_cache.size(2);
-  args.cache_batch = k_cache.size(0);
-  args.cache_seqlen = k_cache.size(1);
-  args.k_cache = view_of(k_cache);
-  args.v_cache = view_of(v_cache);
-  if (k.has_value()) {
-    args.seqlen_new = k->size(1);
-    args.k_new = view_of(*k);
-    args.v_new = view_of(*v);
-  }
-  args.cache_seqlens = cache_seqlens.data_ptr<int32_t>();
-  if (cache_batch_idx.has_value()) args.cache_batch_idx = cache_batch_idx->data_ptr<int32_t>();
-  if (page_table.has_value()) {
-    args.page_table = page_table->data_ptr<int32_t>();
-    args.page_table_stride = page_table->stride(0);
-    args.max_pages = page_table->size(1);
-  }
-  at::Tensor q_out = at::empty({0}, q.options()), cos, sin;
-  if (rotary_cos.has_value()) {
-    cos = rotary_cos->contiguous();
-    sin = rotary_sin->contiguous();
-    TORCH_CHECK_TYPE((cos.scalar_type() == q.scalar_type() || cos.scalar_type() == at::kFloat) &&
-                         sin.scalar_type() == cos.scalar_type(),
-                     "warpflash: rotary_cos, rotary_sin have dtypes ", python_dtype(cos.scalar_type()), ", ",
-                     python_dtype(sin.scalar_type()), "; both q's (", python_dtype(q.scalar_type()),
-                     ") or torch.float32 are required");
-    TORCH_CHECK_VALUE(cos.is_cuda() && cos.device() == q.device() && sin.device() == q.device(),
-                      "warpflash: rotary_cos and rotary_sin must be CUDA tensors on q's device");
-    args.rotary_cos = cos.data_ptr();
-    args.rotary_sin = sin.data_ptr();
-    args.rotary_positions = cos.size(0);
-    args.rotary_dim = 2 * cos.size(1);
-    args.rotary_fp32 = cos.scalar_type() == at::kFloat;
-    args.rotary_interleaved = rotary_interleaved;
-    args.q_per_token = q_per_token;
-    q_out = at::empty(q.sizes(), q.options());
-    args.q = view_of(q);
-    args.q_out = view_of(q_out);
-  }
-  args.stream = c10::cuda::getCurrentCUDAStream().stream();
-  args.check_pointers = false;  // CUDA tensors, checked above
-  raise_if_error(warpflash::append_kv_cache(args));
-  return q_out;
-}
-
 warpflash::DType dtype_named(const std::string& name) {
   if (name == "float8_e4m3fn") return warpflash::DType::kFloat8E4M3;
   return name == "bfloat16" ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;
@@ -555,18 +388,11 @@ TORCH_LIBRARY(warpflash, m) {
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "
       "float softmax_scale, bool causal, int window_left, int window_right, int attention_chunk, float softcap, "
       "Tensor? learnable_sink, bool deterministic) -> (Tensor d_q, Tensor d_k, Tensor d_v, Tensor d_sink)");
-  m.def("quantize_fp8(Tensor x, int block_rows, bool hadamard, int seed) -> (Tensor codes, Tensor scales)");
-  m.def(
-      "append_kv(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? k, Tensor? v, Tensor? rotary_cos, "
-      "Tensor? rotary_sin, Tensor cache_seqlens, Tensor? cache_batch_idx, Tensor? page_table, bool rotary_interleaved, "
-      "bool q_per_token) -> Tensor q_out");
 }
 
 TORCH_LIBRARY_IMPL(warpflash, CUDA, m) {
   m.impl("forward", &forward_op);
   m.impl("backward", &backward_op);
-  m.impl("quantize_fp8", &quantize_fp8_op);
-  m.impl("append_kv", &append_kv_op);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
