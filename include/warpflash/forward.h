@@ -149,6 +149,15 @@ struct ForwardArgs {
   int64_t max_pages = 0;
   int64_t num_pages = 0;
   int64_t page_size = 0;
+
+  // KV-cache left padding (FlashAttention's cache_leftpad): optional int32 (batch) on the
+  // device; sequence b's keys are rows [leftpad_k[b], seqused_k[b] (else its length)) of
+  // its K/V rows (dense, kv_batch_idx's row, packed or paged); the rows before are not
+  // attended, and causal masks and windows align to the keys that remain. Values outside
+  // [0, that length] are clamped. 16-bit inputs, head dims 64, 128 and 256 (the kernels
+  // of paged caches; others return NotSupported). With a page table the blocks are copied
+  // row by row (paged_kv.h's gather), whatever the page size.
+  const int* leftpad_k = nullptr;
 };
 
 // Runs the forward pass on `stream`. Checks every argument before launching anything.

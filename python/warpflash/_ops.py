@@ -11,7 +11,7 @@ from warpflash import _C  # registers torch.ops.warpflash
 def _forward_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                   softmax_scale, causal, window_left, window_right, attention_chunk, softcap, learnable_sink,
                   deterministic=False, q_descale=None, k_descale=None, v_descale=None, num_splits=0,
-                  kv_batch_idx=None, page_table=None):
+                  kv_batch_idx=None, page_table=None, leftpad_k=None):
     out_dtype = torch.bfloat16 if q.dtype == torch.float8_e4m3fn else q.dtype  # FP8 gives a bfloat16 out
     out = torch.empty((*q.shape[:-1], v.shape[-1]), dtype=out_dtype, device=q.device)  # V's head dim
     if cu_seqlens_q is not None:  # packed: (total_q, heads, head_dim) -> lse (heads, total_q)
@@ -65,9 +65,9 @@ def _backward(ctx, d_out, d_lse):
         d_sink = None
     # One gradient per input of the forward operator: q, k, v, 12 without one, the sink,
     # deterministic, the three descales (FP8 inputs have no gradient), num_splits and the
-    # KV-cache indices kv_batch_idx and page_table (flash_attn_with_kvcache's and paged
-    # varlen's, which run without gradients).
-    return (d_q, d_k, d_v) + (None,) * 12 + (d_sink,) + (None,) * 7
+    # KV-cache indices kv_batch_idx, page_table and leftpad_k (flash_attn_with_kvcache's and
+    # paged varlen's, which run without gradients).
+    return (d_q, d_k, d_v) + (None,) * 12 + (d_sink,) + (None,) * 8
 
 
 torch.library.register_autograd("warpflash::forward", _backward, setup_context=_setup_context)
@@ -75,13 +75,15 @@ torch.library.register_autograd("warpflash::forward", _backward, setup_context=_
 
 def forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
             causal, window_left, window_right, attention_chunk, softcap, learnable_sink, return_lse,
-            deterministic=False, descales=(None, None, None), num_splits=0, kv_batch_idx=None, page_table=None):
+            deterministic=False, descales=(None, None, None), num_splits=0, kv_batch_idx=None, page_table=None,
+            leftpad_k=None):
     """out, or (out, lse) with return_lse: the operator while torch.compile traces or a
     gradient is needed, the direct call (which skips the LSE unless asked) otherwise."""
     args = (q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale,
             causal, window_left, window_right, attention_chunk, softcap, learnable_sink)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, learnable_sink))
     if torch.compiler.is_compiling() or needs_grad:
-        out, lse = torch.ops.warpflash.forward(*args, deterministic, *descales, num_splits, kv_batch_idx, page_table)
+        out, lse = torch.ops.warpflash.forward(*args, deterministic, *descales, num_splits, kv_batch_idx, page_table,
+                                               leftpad_k)
         return (out, lse) if return_lse else out
-    return _C.forward(*args, return_lse, *descales, num_splits, kv_batch_idx, page_table)
+    return _C.forward(*args, return_lse, *descales, num_splits, kv_batch_idx, page_table, leftpad_k)

@@ -216,7 +216,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     ...), sequence b's token t in row t % page_size of page page_table[b, t // page_size]
     (any page size, pages of 64 rows and more load fastest; head dims 64, 128, 256).
     cache_seqlens, an int or int32 (batch,) CUDA tensor, how many of its tokens are filled
-    (None: all). With k and v
+    (None: all). cache_leftpad, int32 (batch,): sequence b's keys start at row
+    cache_leftpad[b] of its cache (left-padded batches; the rows before are not attended,
+    causal and windows align to the keys that remain; new tokens and rotary positions still
+    count cache slots from 0, as FlashAttention's). With k and v
     (batch, seqlen_new, heads_kv, ...), the new tokens are written into the caches in place
     at cache_seqlens .. cache_seqlens + seqlen_new - 1 (the caller keeps those slots inside
     the cache and its pages) and attended in the same call. With rotary_cos and rotary_sin
@@ -229,13 +232,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     head share one tile, so the cache is read once per K/V head.
 
     Returns out (batch, seqlen_q, heads_q, head_dim_v), and (out, lse) with
-    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)); no gradient. cache_leftpad is
-    not supported yet and raises ValueError.
+    return_softmax_lse (lse fp32 (batch, heads_q, seqlen_q)); no gradient.
     """
     _check_tensors(q=q, k_cache=k_cache, v_cache=v_cache)
-    if cache_leftpad is not None:
-        raise ValueError("warpflash: flash_attn_with_kvcache: cache_leftpad is not supported yet (pass None): each "
-                         "sequence's keys start at the first row of its cache")
     if (k is None) != (v is None):
         raise ValueError("warpflash: flash_attn_with_kvcache: k and v are given together (new tokens) or not at all")
     if (rotary_cos is None) != (rotary_sin is None):
@@ -249,6 +248,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if cache_batch_idx.shape != (batch,) or cache_batch_idx.dtype != torch.int32:
             raise ValueError(f"warpflash: cache_batch_idx is {cache_batch_idx.dtype} of shape "
                              f"{tuple(cache_batch_idx.shape)}; expected int32 ({batch},)")
+    if cache_leftpad is not None:
+        _check_tensors(cache_leftpad=cache_leftpad)
+        if cache_leftpad.shape != (batch,) or cache_leftpad.dtype != torch.int32:
+            raise ValueError(f"warpflash: cache_leftpad is {cache_leftpad.dtype} of shape "
+                             f"{tuple(cache_leftpad.shape)}; expected int32 ({batch},)")
     if page_table is not None:
         _check_tensors(page_table=page_table)
         if page_table.dim() != 2 or page_table.shape[0] != batch or page_table.dtype != torch.int32:
@@ -303,4 +307,5 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     with torch.no_grad():  # as FlashAttention's: no gradient through the cache
         return _ops.forward(q, k_cache, v_cache, None, None, None, seqused_k, 0, 0, float(softmax_scale),
                             bool(causal), left, right, 0, softcap, _sink(learnable_sink), bool(return_softmax_lse),
-                            num_splits=int(num_splits), kv_batch_idx=cache_batch_idx, page_table=page_table)
+                            num_splits=int(num_splits), kv_batch_idx=cache_batch_idx, page_table=page_table,
+                            leftpad_k=cache_leftpad)

@@ -44,6 +44,14 @@ Status validate_backward(const BackwardArgs& args) {
     return Status::NotSupported(concat(kApi, ": forward.dtype = float8_e4m3fn is not supported (the backward runs on "
                                        "float16 and bfloat16)"));
   }
+  const char* cache_field = f.kv_batch_idx != nullptr ? "kv_batch_idx"
+                            : f.page_table != nullptr ? "page_table"
+                            : f.leftpad_k != nullptr  ? "leftpad_k"
+                                                      : nullptr;
+  if (cache_field != nullptr) {
+    return Status::NotSupported(concat(kApi, ": forward.", cache_field, " is not supported (a KV cache's index: the "
+                                       "backward takes dense or packed K and V)"));
+  }
   if (empty_problem(f)) return Status::Ok();
   if (f.lse == nullptr) return invalid("forward.lse is null: the backward needs the forward's LSE");
   const AttentionShape& s = f.shape;

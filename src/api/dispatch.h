@@ -22,8 +22,9 @@ inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const
   // Paged caches load in the kernels with ForwardTraits::kPagedKv: d=128's default (whose
   // 128-key blocks take power-of-two pages in one or a few runs of rows, paged_kv.h),
   // d=64's short causal kernel (the same blocks; for every paged d=64 problem) and d=256's
-  // short one (their producers have the registers).
-  if (args.page_table != nullptr) {
+  // short one (their producers have the registers). Left-padded caches too
+  // (ForwardTraits::kLeftPadding).
+  if (args.page_table != nullptr || args.leftpad_k != nullptr) {
     if (args.shape.head_dim == 64) return kernels::ForwardVariant::kShortCausal;
     bool d256 = args.shape.head_dim == 256 && args.shape.value_head_dim() == 256;
     return d256 ? kernels::ForwardVariant::kShort : kernels::ForwardVariant::kDefault;

@@ -168,7 +168,7 @@ Status forward(const ForwardArgs& args) {
       {"o.data", args.o.data}, {"lse", args.lse}, {"workspace", args.workspace},
       {"cu_seqlens_q", args.cu_seqlens_q}, {"cu_seqlens_k", args.cu_seqlens_k}, {"seqused_q", args.seqused_q},
       {"seqused_k", args.seqused_k}, {"kv_batch_idx", args.kv_batch_idx}, {"page_table", args.page_table},
-      {"learnable_sink", args.learnable_sink}, {"q_descale", args.q_descale},
+      {"leftpad_k", args.leftpad_k}, {"learnable_sink", args.learnable_sink}, {"q_descale", args.q_descale},
       {"k_descale", args.k_descale}, {"v_descale", args.v_descale}, {"q_block_scale", args.q_block_scale},
       {"k_block_scale", args.k_block_scale}, {"v_block_scale", args.v_block_scale}};
   for (const auto& [name, pointer] : pointers) {

@@ -177,6 +177,10 @@ Status validate_forward(const ForwardArgs& args) {
     return invalid(concat("page_size = ", args.page_size, ", num_pages = ", args.num_pages, ", max_pages = ",
                           args.max_pages, " are set without page_table (they describe a paged cache)"));
   }
+  if (args.leftpad_k != nullptr && fp8) {
+    return Status::NotSupported("warpflash::forward: leftpad_k (KV-cache left padding) is not supported with "
+                                "float8_e4m3fn inputs (caches of float16 or bfloat16)");
+  }
   if (args.num_splits > 1 && !kernels::split_kv_allowed(args)) {
     return Status::NotSupported(concat("warpflash::forward: num_splits = ", args.num_splits,
                                        " is not supported with cu_seqlens_q, seqused_q, learnable_sink or FP8 "
@@ -207,6 +211,7 @@ Status validate_forward(const ForwardArgs& args) {
                                                             {"seqused_k", args.seqused_k},
                                                             {"kv_batch_idx", args.kv_batch_idx},
                                                             {"page_table", args.page_table},
+                                                            {"leftpad_k", args.leftpad_k},
                                                             {"learnable_sink", args.learnable_sink},
                                                             {"q_descale", args.q_descale},
                                                             {"k_descale", args.k_descale},

@@ -57,6 +57,25 @@ TEST(BackwardValidation, ForwardErrorsNameTheForwardArgument) {
   EXPECT_EQ(backward_workspace_bytes(args), 0u);
 }
 
+TEST(BackwardValidation, RefusesKvCacheIndices) {
+  int indices[2] = {0, 1};
+  BackwardArgs args = valid_args();
+  args.forward.kv_batch_idx = indices;
+  args.forward.kv_batch = 2;
+  expect_error(args, StatusCode::kNotSupported, {"forward.kv_batch_idx is not supported"});
+  args = valid_args();
+  args.forward.leftpad_k = indices;
+  expect_error(args, StatusCode::kNotSupported, {"forward.leftpad_k is not supported"});
+  args = valid_args();
+  args.forward.page_table = indices;
+  args.forward.page_table_batch_stride = 1;
+  args.forward.max_pages = 1;
+  args.forward.num_pages = 2;
+  args.forward.page_size = 120;
+  args.forward.k.batch_stride = args.forward.v.batch_stride = 120 * args.forward.k.seqlen_stride;
+  expect_error(args, StatusCode::kNotSupported, {"forward.page_table is not supported"});
+}
+
 TEST(BackwardValidation, GradientsAndLse) {
   for (auto member : {&BackwardArgs::d_o, &BackwardArgs::d_q, &BackwardArgs::d_k, &BackwardArgs::d_v}) {
     BackwardArgs args = valid_args();

@@ -34,6 +34,21 @@ TEST(SequenceLengths, ClampedToTheTensorAndTheGrid) {
   EXPECT_EQ(dense.of(1).offset, 0);
   EXPECT_EQ(dense.batch_coord(3), 3);
   EXPECT_TRUE(SequenceLengths{}.uniform());
+  // A left padding (the KV-cache kernels' of<true>) starts the keys inside the span, clamped
+  // to it; the other kernels never see one (dispatch), and of() leaves it alone.
+  const int pads[] = {1, 50, -3, 4};
+  SequenceLengths padded{cu, used, 30, 60, pads};
+  EXPECT_EQ(padded.of<true>(0).offset, 1);
+  EXPECT_EQ(padded.of<true>(0).length, 1);
+  EXPECT_EQ(padded.of<true>(2).offset, 3);  // clamped at 0
+  EXPECT_EQ(padded.of<true>(2).length, 1);
+  EXPECT_EQ(padded.of<true>(3).offset, 40);  // no keys: nothing to skip
+  EXPECT_EQ(padded.of<true>(3).length, 0);
+  SequenceLengths dense_padded{nullptr, nullptr, 7, 0, pads};
+  EXPECT_EQ(dense_padded.of<true>(1).offset, 7);  // clamped at the length: no keys
+  EXPECT_EQ(dense_padded.of<true>(1).length, 0);
+  EXPECT_EQ(dense_padded.of(1).offset, 0);
+  EXPECT_FALSE(dense_padded.uniform());
 }
 
 // Only dense equal-length problems without mask, sinks or softcap run on the clustered
@@ -147,23 +162,26 @@ TEST(DispatchTable, EveryPickedVariantIsCompiled) {
 // Paged caches run the kernels that load pages (ForwardTraits::kPagedKv): two consumer
 // warpgroups, so the producer warpgroup has the registers, and blocks the four producer
 // warps of the gather split into whole swizzle atoms (paged_kv.h, GatherRows).
+// (Left-padded caches run there too: ForwardTraits::kLeftPadding.)
 TEST(DispatchTable, PagedCachesRunTheKernelsThatLoadPages) {
   const int table[1] = {0};
   for (int64_t head_dim : {64, 128, 256}) {
     for (bool causal : {false, true}) {
       for (int64_t seqlen_q : {1, 512, 16384}) {
-        ForwardArgs args;
-        args.shape = {2, seqlen_q, 16384, 8, 8, head_dim};
-        args.causal = causal;
-        args.page_table = table;
-        ForwardVariant variant = forward_variant_of(args);
-        EXPECT_EQ(variant, head_dim == 64    ? ForwardVariant::kShortCausal
-                           : head_dim == 128 ? ForwardVariant::kDefault
-                                             : ForwardVariant::kShort);
-        ForwardTileConfig tiles = forward_tile_config_of(args);
-        EXPECT_EQ(tiles.consumer_warpgroups, 2) << "d" << head_dim;
-        EXPECT_EQ(tiles.block_n % 32, 0) << "d" << head_dim;
-        EXPECT_EQ(tiles.cluster_m, 1) << "d" << head_dim;
+        for (bool left_padded : {false, true}) {
+          ForwardArgs args;
+          args.shape = {2, seqlen_q, 16384, 8, 8, head_dim};
+          args.causal = causal;
+          (left_padded ? args.leftpad_k : args.page_table) = table;
+          ForwardVariant variant = forward_variant_of(args);
+          EXPECT_EQ(variant, head_dim == 64    ? ForwardVariant::kShortCausal
+                             : head_dim == 128 ? ForwardVariant::kDefault
+                                               : ForwardVariant::kShort);
+          ForwardTileConfig tiles = forward_tile_config_of(args);
+          EXPECT_EQ(tiles.consumer_warpgroups, 2) << "d" << head_dim;
+          EXPECT_EQ(tiles.block_n % 32, 0) << "d" << head_dim;
+          EXPECT_EQ(tiles.cluster_m, 1) << "d" << head_dim;
+        }
       }
     }
   }

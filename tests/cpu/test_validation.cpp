@@ -285,6 +285,20 @@ TEST(Validation, PagedKv) {
   expect_error(args, StatusCode::kInvalidArgument, {"page_size = 16", "without page_table"});
 }
 
+TEST(Validation, LeftpadK) {
+  int pads[2] = {3, 0};
+  for (ForwardArgs args : {valid_args(), paged_args()}) {
+    args.leftpad_k = pads;
+    EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
+    args.leftpad_k = reinterpret_cast<const int*>(reinterpret_cast<const char*>(pads) + 2);
+    expect_error(args, StatusCode::kInvalidArgument, {"leftpad_k"});
+  }
+  ForwardArgs args = valid_args();
+  args.leftpad_k = pads;
+  args.dtype = DType::kFloat8E4M3;
+  expect_error(args, StatusCode::kNotSupported, {"leftpad_k", "float8_e4m3fn"});
+}
+
 TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
   int devices = 0, major = 0, minor = 0;

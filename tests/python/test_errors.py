@@ -90,8 +90,10 @@ def test_kvcache_arguments_name_the_problem():
     with pytest.raises(ValueError, match="cache_batch_idx is not supported with page_table"):
         flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32),
                                 cache_batch_idx=torch.zeros(2, dtype=torch.int32))
-    with pytest.raises(ValueError, match="cache_leftpad is not supported yet"):
-        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="cache_leftpad is torch.int64 of shape \\(2,\\); expected int32 \\(2,\\)"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match="cache_leftpad is torch.int32 of shape \\(3,\\)"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(3, dtype=torch.int32))
     with pytest.raises(ValueError, match="expected an int or int32 \\(2,\\)"):
         flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.zeros(2, dtype=torch.int64))
     with pytest.raises(ValueError, match="need cache_seqlens"):

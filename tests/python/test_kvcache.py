@@ -252,6 +252,60 @@ def test_cache_batch_idx_picks_the_rows_and_appends_there(num_splits):
     assert torch.allclose(lse.double(), lse_ref, atol=1e-3, rtol=1e-3)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "cache_batch_idx", "paged16", "paged256"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_cache_leftpad(layout, causal, head_dim):
+    """Left-padded caches: sequence b attends to cache rows [cache_leftpad[b], cache_seqlens[b]
+    + seqlen_new); the new tokens land at cache_seqlens (rotated at those slots), as in
+    FlashAttention. Packed GQA, split and unsplit, windows, pads of 0, inside and past a
+    tile, and equal to the filled length (no key but the new ones)."""
+    dtype, batch, s_cache, hq, hkv, seqlen_new, rotary_dim = torch.bfloat16, 4, 1000, 8, 2, 2, 32
+    skip_unless_compiled(head_dim, dtype)
+    torch.manual_seed(head_dim + causal)
+    q = torch.randn(batch, seqlen_new, hq, head_dim, device="cuda", dtype=dtype)
+    k_new = torch.randn(batch, seqlen_new, hkv, head_dim, device="cuda", dtype=dtype)
+    v_new = torch.randn(batch, seqlen_new, hkv, head_dim, device="cuda", dtype=dtype)
+    rows = [3, 0, 5, 1] if layout == "cache_batch_idx" else list(range(batch))
+    k_cache = torch.randn(max(rows) + 1, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    v_cache = torch.randn(max(rows) + 1, s_cache, hkv, head_dim, device="cuda", dtype=dtype)
+    angles = torch.rand(s_cache, rotary_dim // 2, device="cuda") * 6.3
+    lengths, pads = [900, 300, 130, 7], [0, 129, 3, 7]
+    cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    cache_leftpad = torch.tensor(pads, dtype=torch.int32, device="cuda")
+    positions = cache_seqlens.long()[:, None] + torch.arange(seqlen_new, device="cuda")
+    k_expected, v_expected = k_cache.clone(), v_cache.clone()
+    k_rot = apply_rotary(k_new, angles.cos(), angles.sin(), positions, True)
+    q_rot = apply_rotary(q, angles.cos(), angles.sin(), positions, True)  # per token: a window is set
+    for b, (row, n) in enumerate(zip(rows, lengths)):
+        k_expected[row, n:n + seqlen_new] = k_rot[b]
+        v_expected[row, n:n + seqlen_new] = v_new[b]
+    kwargs = {}
+    if layout.startswith("paged"):
+        page_size = int(layout[5:])
+        k_cache, kwargs["page_table"] = paged(k_cache, page_size)
+        v_cache, _ = paged(v_cache, page_size)
+    elif layout == "cache_batch_idx":
+        kwargs["cache_batch_idx"] = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    window = (200, -1)
+    for num_splits in (0, 1):
+        k_step, v_step = k_cache.clone(), v_cache.clone()
+        out, lse = flash_attn_with_kvcache(q, k_step, v_step, k=k_new, v=v_new, rotary_cos=angles.cos(),
+                                           rotary_sin=angles.sin(), cache_seqlens=cache_seqlens,
+                                           cache_leftpad=cache_leftpad, causal=causal, window_size=window,
+                                           num_splits=num_splits, return_softmax_lse=True, **kwargs)
+        if not layout.startswith("paged"):
+            assert torch.equal(k_step, k_expected) and torch.equal(v_step, v_expected), "appended at the wrong slots"
+        for b, (row, n, pad) in enumerate(zip(rows, lengths, pads)):
+            keys = slice(pad, n + seqlen_new)
+            args = (q_rot[b:b + 1], k_expected[row:row + 1, keys], v_expected[row:row + 1, keys], head_dim ** -0.5,
+                    causal)
+            ref, lse_ref = attention_reference(*args, window=window)
+            low, _ = attention_reference(*args, window=window, dtype=dtype)
+            check_close(out[b:b + 1], ref, low, f"sequence {b}, num_splits {num_splits}")
+            assert torch.allclose(lse[b:b + 1].double(), lse_ref, atol=1e-3, rtol=1e-3)
+
+
 def test_rotary_matches_the_pairs_definition():
     x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
     angles = torch.rand(10, 2, dtype=torch.float64)
@@ -270,7 +324,7 @@ def test_rotary_matches_the_pairs_definition():
 
 
 @pytest.mark.parametrize("head_dim", [96, (192, 128)])
-def test_paged_cache_of_an_unsupported_head_dim_says_so(head_dim):
+def test_cache_of_an_unsupported_head_dim_says_so(head_dim):
     qk, v_dim = head_dim if isinstance(head_dim, tuple) else (head_dim, head_dim)
     skip_unless_compiled(head_dim, torch.bfloat16)
     q = torch.randn(2, 1, 8, qk, device="cuda", dtype=torch.bfloat16)
@@ -279,6 +333,9 @@ def test_paged_cache_of_an_unsupported_head_dim_says_so(head_dim):
     table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32, device="cuda")
     with pytest.raises(ValueError, match=f"page_table is not supported with head_dim = {qk}"):
         flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=20, page_table=table)
+    pads = torch.tensor([0, 3], dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match=f"leftpad_k is not supported with head_dim = {qk}"):
+        flash_attn_with_kvcache(q, k_pages[:2], v_pages[:2], cache_seqlens=10, cache_leftpad=pads)
 
 
 def decode_step_tensors(batch, s_cache, hq, hkv, d, page_size):
@@ -366,8 +423,10 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="cache_batch_idx is not supported with page_table"):
         flash_attn_with_kvcache(q, cache, cache, page_table=torch.zeros(2, 4, dtype=torch.int32, device="cuda"),
                                 cache_batch_idx=torch.zeros(2, dtype=torch.int32, device="cuda"))
-    with pytest.raises(ValueError, match="cache_leftpad is not supported yet"):
-        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int32, device="cuda"))
+    with pytest.raises(ValueError, match="cache_leftpad is torch.int64 of shape \\(2,\\); expected int32 \\(2,\\)"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(2, dtype=torch.int64, device="cuda"))
+    with pytest.raises(ValueError, match="cache_leftpad is torch.int32 of shape \\(3,\\)"):
+        flash_attn_with_kvcache(q, cache, cache, cache_leftpad=torch.zeros(3, dtype=torch.int32, device="cuda"))
     with pytest.raises(ValueError, match="cache_batch_idx"):
         flash_attn_with_kvcache(q, cache, cache, cache_batch_idx=torch.zeros(2, dtype=torch.int64, device="cuda"))
     with pytest.raises(ValueError, match="cache_seqlens"):

@@ -143,6 +143,7 @@ void set_fp8_scales(warpflash::ForwardArgs& args, const at::Tensor& q, const c10
 struct KvCacheIndex {
   const c10::optional<at::Tensor>& kv_batch_idx;  // cache_batch_idx: int32 (batch,), a cache row per sequence
   const c10::optional<at::Tensor>& page_table;    // int32 (batch, max_pages): k, v are pages
+  const c10::optional<at::Tensor>& leftpad_k;     // cache_leftpad: int32 (batch,), where each sequence's keys start
 };
 
 struct ForwardOptions {
@@ -164,6 +165,7 @@ void set_kv_cache_index(warpflash::ForwardArgs& args, const KvCacheIndex& index,
     args.kv_batch_idx = int_vector(index.kv_batch_idx, "cache_batch_idx", args.shape.batch, q);
     args.kv_batch = k.size(0);
   }
+  args.leftpad_k = int_vector(index.leftpad_k, "cache_leftpad", args.shape.batch, q);
   if (!index.page_table.has_value()) return;
   const at::Tensor& table = *index.page_table;
   TORCH_CHECK_TYPE(table.scalar_type() == at::kInt, "warpflash: page_table has dtype ",
@@ -302,12 +304,13 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& q, const at::Ten
                                               const c10::optional<at::Tensor>& k_descale,
                                               const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
                                               const c10::optional<at::Tensor>& kv_batch_idx,
-                                              const c10::optional<at::Tensor>& page_table) {
+                                              const c10::optional<at::Tensor>& page_table,
+                                              const c10::optional<at::Tensor>& leftpad_k) {
   return run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                      {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
                       kv_batch_idx.has_value(), page_table.has_value()},
                      learnable_sink, /*with_lse=*/true, q_descale, k_descale, v_descale,
-                     {kv_batch_idx, page_table});
+                     {kv_batch_idx, page_table, leftpad_k});
 }
 
 // The eager fast path: out alone unless the caller asked for the LSE.
@@ -321,12 +324,13 @@ pybind11::object forward_eager(const at::Tensor& q, const at::Tensor& k, const a
                                const c10::optional<at::Tensor>& q_descale, const c10::optional<at::Tensor>& k_descale,
                                const c10::optional<at::Tensor>& v_descale, int64_t num_splits,
                                const c10::optional<at::Tensor>& kv_batch_idx,
-                               const c10::optional<at::Tensor>& page_table) {
+                               const c10::optional<at::Tensor>& page_table,
+                               const c10::optional<at::Tensor>& leftpad_k) {
   auto [out, lse] = run_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
                                 {softmax_scale, causal, window_left, window_right, attention_chunk, softcap, num_splits,
                                  kv_batch_idx.has_value(), page_table.has_value()},
                                 learnable_sink, return_lse, q_descale, k_descale, v_descale,
-                                {kv_batch_idx, page_table});
+                                {kv_batch_idx, page_table, leftpad_k});
   if (!return_lse) return pybind11::cast(out);
   return pybind11::make_tuple(out, lse);
 }
@@ -382,7 +386,7 @@ TORCH_LIBRARY(warpflash, m) {
       "Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, float softmax_scale, bool causal, int window_left, "
       "int window_right, int attention_chunk, float softcap, Tensor? learnable_sink, bool deterministic=False, "
       "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None, int num_splits=0, "
-      "Tensor? kv_batch_idx=None, Tensor? page_table=None) -> (Tensor out, Tensor lse)");
+      "Tensor? kv_batch_idx=None, Tensor? page_table=None, Tensor? leftpad_k=None) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor d_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? cu_seqlens_q, "
       "Tensor? cu_seqlens_k, Tensor? seqused_q, Tensor? seqused_k, int max_seqlen_q, int max_seqlen_k, "

@@ -52,8 +52,8 @@ struct GatherRows {
 };
 
 // A K/V block the first producer warp posts to the others (ForwardLoads::gather_block):
-// keys first_key .. of (batch, kv_head), of which `keys` are the sequence's. A negative
-// batch ends the loop.
+// rows first_key .. of (batch, kv_head)'s pages (a left padding's rows on), of which
+// `keys` are the sequence's. A negative batch ends the loop.
 struct alignas(16) GatherJob {
   int batch, kv_head, first_key, keys;
 };

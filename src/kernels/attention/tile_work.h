@@ -21,10 +21,12 @@ struct TileWork {
   WF_HOST_DEVICE bool empty() const { return n_block_end <= n_block_begin; }
 };
 
-// The mask with the lengths of batch `batch`'s sequences.
+// The mask with the lengths of batch `batch`'s sequences (kLeftPadding: as
+// SequenceLengths::of, the keys after a left padding).
+template <bool kLeftPadding = false>
 WF_HOST_DEVICE AttentionMask tile_mask(SequenceLengths const& seq_q, SequenceLengths const& seq_k,
                                        AttentionMask const& mask, int batch) {
-  return mask.for_lengths(seq_q.of(batch).length, seq_k.of(batch).length);
+  return mask.for_lengths(seq_q.of(batch).length, seq_k.template of<kLeftPadding>(batch).length);
 }
 
 // A tile whose rows all lie past its query sequence (varlen and seqused grids are sized
@@ -32,7 +34,7 @@ WF_HOST_DEVICE AttentionMask tile_mask(SequenceLengths const& seq_q, SequenceLen
 // With Mask = CausalMask (the plain kernels: dense equal-length sequences, no mask or a
 // causal one) only the parameters' lengths and the causal block range, as before the
 // general policy existed.
-template <int kBlockM, int kBlockN, class Mask = AttentionMask>
+template <int kBlockM, int kBlockN, class Mask = AttentionMask, bool kLeftPadding = false>
 WF_HOST_DEVICE TileWork tile_work(SequenceLengths const& seq_q, SequenceLengths const& seq_k,
                                   AttentionMask const& mask, int m_block, int batch) {
   if constexpr (std::is_same_v<Mask, CausalMask>) {
@@ -42,7 +44,7 @@ WF_HOST_DEVICE TileWork tile_work(SequenceLengths const& seq_q, SequenceLengths 
     lengths.seqlen_k = seq_k.seqlen;
     return TileWork{lengths, 0, 0, 0, plain.n_block_end(m_block, kBlockM, kBlockN)};
   }
-  SequenceLengths::Sequence q = seq_q.of(batch), k = seq_k.of(batch);
+  SequenceLengths::Sequence q = seq_q.of(batch), k = seq_k.template of<kLeftPadding>(batch);
   TileWork work{mask.for_lengths(q.length, k.length), q.offset, k.offset, 0, 0};
   if (m_block * kBlockM < q.length) {
     work.n_block_begin = work.mask.n_block_begin(m_block, kBlockM, kBlockN);

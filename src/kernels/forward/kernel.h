@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       } else {
         tile = scheduler.tile(index);
       }
-      TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask,
-                                                                   tile.m_block, tile.batch);
+      TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask, Traits::kLeftPadding>(
+          params.seq_q, params.seq_k, params.mask, tile.m_block, tile.batch);
       if constexpr (kGeneralLoop) params.split_kv.clip(piece, work.n_block_begin, work.n_block_end);
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, work.n_block_begin, work.n_block_end);
@@ -359,8 +359,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if constexpr (Traits::kRecomputeTileForEpilogue) {
         asm volatile("" : "+r"(index));  // keeps the compiler from reusing the coordinates
         tile = tile_of(index);
-        work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask>(params.seq_q, params.seq_k, params.mask, tile.m_block,
-                                                           tile.batch);
+        work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask, Traits::kLeftPadding>(
+            params.seq_q, params.seq_k, params.mask, tile.m_block, tile.batch);
       }
       // (Sinks never reach a split tile: uniform_tiles() keeps them off the clustered kernels.)
       float o_scale = 1.f;

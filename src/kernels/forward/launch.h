@@ -48,7 +48,8 @@ Status plan_split_tail(ForwardArgs const& args, int workers, typename Traits::Pa
 }
 
 // A paged KV cache's tensor maps, table and gather addressing (paged_kv.h). The maps serve
-// runs of kGatherBelowRows and more (whole swizzle atoms); shorter runs are gathered.
+// runs of kGatherBelowRows and more (whole swizzle atoms); shorter runs, and every run of
+// a left-padded cache, are gathered.
 template <class Traits>
 Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
   using Element = typename Traits::Element;
@@ -63,7 +64,8 @@ Status set_paged_kv(ForwardArgs const& args, PagedKv& paged) {
   paged.page_size = static_cast<int>(args.page_size);
   paged.num_pages = static_cast<int>(args.num_pages);
   paged.run_rows = paged_run_rows(args.page_size, Traits::kBlockN);
-  paged.gather = paged.run_rows < PagedKv::kGatherBelowRows;
+  // A left padding starts sequences inside a run, so its runs would straddle pages.
+  paged.gather = paged.run_rows < PagedKv::kGatherBelowRows || args.leftpad_k != nullptr;
   if (paged.gather) {
     auto rows_of = [](TensorView4d const& view) {
       int64_t bytes = sizeof(Element);
@@ -167,7 +169,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       args.learnable_sink,
       plain_problem(args) && plan.plain(),
       SequenceLengths{args.cu_seqlens_q, args.seqused_q, static_cast<int>(shape.seqlen_q), static_cast<int>(args.total_q)},
-      SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k)},
+      SequenceLengths{args.cu_seqlens_k, args.seqused_k, static_cast<int>(shape.seqlen_k), static_cast<int>(args.total_k),
+                      args.leftpad_k},
       mask.mask,
       ForwardTileScheduler{ForwardTileScheduler::m_blocks_for(shape.seqlen_q, Traits::kBlockM),
                            static_cast<int>(shape.heads_q), static_cast<int>(shape.batch),
@@ -222,6 +225,12 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   }
   if constexpr (kLoops == kGeneralLoop) params.plain = false;
   params.kv_batch_idx = args.kv_batch_idx;
+  if (args.leftpad_k != nullptr && !Traits::kLeftPadding) {
+    return Status::NotSupported("warpflash::forward: leftpad_k is not supported with head_dim = " +
+                                std::to_string(shape.head_dim) + " and head_dim_v = " +
+                                std::to_string(shape.value_head_dim()) + " (left-padded caches: head dims 64, 128 "
+                                "and 256)");
+  }
   if (args.page_table != nullptr && !keys_empty) {
     Status paged = set_paged_kv<Traits>(args, params.paged);
     if (!paged.ok()) return paged;

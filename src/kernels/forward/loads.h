@@ -102,7 +102,8 @@ struct ForwardLoads {
   }
 
   // A paged cache's K/V block loads (paged_kv.h), as tile_loads' load_kv. (Keys count from
-  // the sequence's first: paged caches have no cu_seqlens_k, so work.offset_k is 0.)
+  // the sequence's first: paged caches have no cu_seqlens_k, and a left padding, the only
+  // other work.offset_k, takes the gather.)
   CUTE_DEVICE static auto paged_kv_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                          PipelineKV& pipeline_v, TileCoord tile, TileWork const& work) {
     return [&params, &storage, &pipeline_k, &pipeline_v, tile,
@@ -201,10 +202,12 @@ struct ForwardLoads {
       if (cute::elect_one_sync()) get<0>(loads)();
       __syncwarp();
     };
-    auto load_kv = [&params, &storage, &pipeline_k, &pipeline_v, tile, seqlen_k = work.mask.seqlen_k](
-                       int n_block, PipelineState& write) {
+    // Keys from the sequence's first, work.offset_k (a left padding) rows into its pages.
+    auto load_kv = [&params, &storage, &pipeline_k, &pipeline_v, tile, seqlen_k = work.mask.seqlen_k,
+                    offset = work.offset_k](int n_block, PipelineState& write) {
       int first = n_block * Traits::kBlockN;
-      post_gather(storage, GatherJob{tile.batch, tile.head / params.heads_per_kv_head, first, seqlen_k - first},
+      post_gather(storage,
+                  GatherJob{tile.batch, tile.head / params.heads_per_kv_head, offset + first, seqlen_k - first},
                   write);
       gather_posted_block(params, storage, pipeline_k, pipeline_v, write, 0);
       ++write;

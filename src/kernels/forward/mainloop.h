@@ -233,7 +233,8 @@ struct ForwardMainloop {
     constexpr bool kHoldThresholds = kGeneralMask && Traits::kConsumerWarpgroups == 2;
     int right_mask_begin = 0, left_mask_end = 0;
     if constexpr (kHoldThresholds) {
-      AttentionMask const mask = tile_mask(params.seq_q, params.seq_k, params.mask, tile.batch);
+      AttentionMask const mask =
+          tile_mask<Traits::kLeftPadding>(params.seq_q, params.seq_k, params.mask, tile.batch);
       right_mask_begin = mask.right_mask_begin(tile.m_block, Traits::kBlockM, Traits::kBlockN);
       left_mask_end = mask.left_mask_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
     }
@@ -246,7 +247,7 @@ struct ForwardMainloop {
           int piece;
           batch = params.scheduler.tile(params.split_kv.tile_of(tile_index, piece)).batch;
         }
-        return tile_mask(params.seq_q, params.seq_k, params.mask, batch);
+        return tile_mask<Traits::kLeftPadding>(params.seq_q, params.seq_k, params.mask, batch);
       } else {
         return CausalMask{params.seq_q.seqlen, params.seq_k.seqlen, params.mask.window_right == 0};
       }

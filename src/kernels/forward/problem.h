@@ -35,10 +35,10 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
 constexpr size_t kTileCounterBytes = 16;
 
 // Dense sequences, all seqlen long, K/V rows at their batch index: no cu_seqlens, no
-// seqused, no page table.
+// seqused, no page table, no left padding.
 inline bool dense_equal_lengths(ForwardArgs const& args) {
   return args.cu_seqlens_q == nullptr && args.cu_seqlens_k == nullptr && args.seqused_q == nullptr &&
-         args.seqused_k == nullptr && args.page_table == nullptr;
+         args.seqused_k == nullptr && args.page_table == nullptr && args.leftpad_k == nullptr;
 }
 
 // K's and V's tensors as (batch, rows): a packed side is one batch of total_k rows, a

@@ -137,6 +137,9 @@ struct ForwardTraits {
   static constexpr bool kPagedKv =
       kPagedVariant && !kFp8 && (kRoomyProducer || (kAtomsPerRow <= 2 && kAtomsPerRowV <= 2 && kHeadDim <= 128));
   static_assert(!kPagedKv || kClusterM == 1, "paged loads signal this CTA's barriers only");
+  // KV-cache left padding (ForwardArgs::leftpad_k) in the same kernels as paged caches
+  // (dispatch.h routes both there): SequenceLengths::of's offset spilled other producers.
+  static constexpr bool kLeftPadding = kPagedKv;
   static constexpr bool kGeneralRoomyProducer = kPagedKv && kConsumerWarpgroups == 2 && !kRoomyProducer;
   static constexpr int kGeneralProducerRegisters = kGeneralRoomyProducer ? 40 : kProducerRegisters;
   static constexpr int kGeneralConsumerRegisters = kGeneralRoomyProducer ? 232 : kConsumerRegisters;
