@@ -10,7 +10,7 @@ flash_attn_with_kvcache (PyPI fa3-fwd; its own choice of splits and GQA packing)
 through PyTorch's SDPA (enable_gqa; one query token only: SDPA's causal mask is
 top-left aligned, so with several query tokens it is not the same problem), and
 FlashAttention-4 (flash-attn-4: flash_attn_varlen_func over the dense or paged cache with
-seqused_k, num_splits=0 for its own split heuristic) when importable.
+seqused_k; its SM90 path has no split-KV) when importable.
 
 Reported: microseconds per call and the KV cache read rate (bytes of K and V / time),
 the median of --iters launches between CUDA events after --warmup, the implementations
@@ -132,10 +132,10 @@ def contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal):
         fa3 = found["fa3"]
         impls["fa3"] = lambda: fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
                                                            causal=causal)
-    if "fa4" in found:  # its varlen call takes dense tensors with seqused_k; num_splits 0: its heuristic
+    if "fa4" in found:  # its varlen call takes dense tensors with seqused_k (no split-KV on SM90)
         fa4 = found["fa4"]
         impls["fa4"] = lambda: fa4.flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=cache_seqlens,
-                                                          causal=causal, num_splits=0)
+                                                          causal=causal)
     if q.shape[1] == 1:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         q_t, k_t, v_t = (x.transpose(1, 2) for x in (q, k_cache, v_cache))
@@ -272,7 +272,7 @@ def main():
             if "fa4" in found:
                 fa4 = found["fa4"]
                 impls["fa4"] = lambda: fa4.flash_attn_varlen_func(q, k_pages, v_pages, seqused_k=cache_seqlens,
-                                                                  page_table=table, causal=causal, num_splits=0)
+                                                                  page_table=table, causal=causal)
             measure(f"{label}, paged {page_size}", impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
     # Appending the new token with rotary (one kernel before the attention) against the
     # same decode over a cache that already holds it, with q already rotated.

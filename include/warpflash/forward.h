@@ -139,8 +139,8 @@ struct ForwardArgs {
   // at most max_pages * page_size and seqused_k (else seqlen_k) counts each sequence's
   // keys. Any page size: a K/V block (128 keys; 64 at head_dim 256) is loaded in runs of
   // gcd(page_size, block) rows, TMA boxes per run, or, for runs under 64 rows, copied row
-  // by row by the producer warps; decode over pages of 64 rows and more takes 1.05-1.1x
-  // the contiguous cache's time, over smaller ones about 1.2x (docs/benchmarks.md). Head dims
+  // by row by the producer warps; decode over pages of 64 rows and more takes the
+  // contiguous cache's time, over smaller ones about 1.1x (docs/benchmarks.md). Head dims
   // 64, 128 and 256 (others return NotSupported). Not with cu_seqlens_k, kv_batch_idx or
   // FP8. Page ids outside [0, num_pages) are the caller's contract: their keys read as
   // zeros, never outside k and v.

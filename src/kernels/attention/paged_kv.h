@@ -12,8 +12,8 @@
 // parallel). There the producer warpgroup's four warps gather the block with 16-byte
 // cp.async instead, each a quarter of its rows (find_rows, copy_rows): the first warp
 // walks the tiles and posts each block (GatherJob) to the others. Decode over such pages
-// takes about 1.2x the contiguous cache's time whatever the page size; the boxes take
-// 1.77x at 16 rows, 1.26x at 32, 1.1x at 64 and 1.07x at 256 (docs/perf-notes.md).
+// takes about 1.1x the contiguous cache's time whatever the page size; the boxes take
+// 1.0x at 64 rows and more (docs/perf-notes.md).
 #pragma once
 
 #include <numeric>
@@ -228,7 +228,9 @@ constexpr bool gather_layout_matches() {
 // The tensor map of a paged K or V (view: (num_pages, page_size, heads_kv, dim)) over
 // (atom_columns, page_size, dim / atom_columns, heads, num_pages), with the swizzle of
 // shared-memory atoms atom_columns elements wide, for boxes of atom_columns x run_rows x
-// (all atoms with whole_blocks, else one).
+// (all atoms with whole_blocks, else one). L2 promotion of 128 bytes, as CuTe's maps of the
+// contiguous cache: with 256 the loads asked L2 for 25% more sectors (ncu; decode over
+// pages of 64 and 256 rows took 1.07x the contiguous cache's time, now 1.00x).
 inline Status make_paged_tma(cute::TmaDescriptor& map, TensorView4d const& view, CUtensorMapDataType type,
                              int element_bytes, int dim, int64_t page_size, int64_t heads, int64_t num_pages,
                              int atom_columns, int run_rows, bool whole_blocks) {
@@ -245,7 +247,7 @@ inline Status make_paged_tma(cute::TmaDescriptor& map, TensorView4d const& view,
                                                   : CU_TENSOR_MAP_SWIZZLE_32B;
   CUresult result = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
       &map, type, 5, view.data, sizes, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     return Status::CudaError("warpflash::forward: cuTensorMapEncodeTiled (paged K/V) failed with CUresult " +
                              std::to_string(int(result)));
