@@ -121,6 +121,16 @@ def measure(label, impls, kv_bytes, args, rows, kv_len=""):
     print(f"{label:42s} " + " | ".join(cells) + ratio)
 
 
+def decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim):
+    """q, full k and v caches (bfloat16, seed 0) and their cache_seqlens (all seqlen_k)."""
+    torch.manual_seed(0)
+    q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
+    k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+    return q, k_cache, v_cache, cache_seqlens
+
+
 def contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal):
     """name -> call of decode over full contiguous caches: warpflash, then the peers found
     (cuDNN for one query token only: SDPA's causal mask is top-left aligned)."""
@@ -153,11 +163,7 @@ def bandwidth_sweep(found, args, rows):
     heads_q, heads_kv, head_dim = 32, 8, 128
     for seqlen_k in BANDWIDTH_KV:
         batch = BANDWIDTH_TOKENS // seqlen_k
-        torch.manual_seed(0)
-        q = torch.randn(batch, 1, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
-        k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
-        v_cache = torch.randn_like(k_cache)
-        cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+        q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, 1, seqlen_k, heads_q, heads_kv, head_dim)
         impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, True)
         measure(f"bandwidth: decode q=1, batch {batch}, kv {seqlen_k}", impls,
                 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows, kv_len=seqlen_k)
@@ -234,11 +240,7 @@ def main():
         return 0
     shapes = [shape for shape in SHAPES if args.match in shape[0]]
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [] if args.paged_only else shapes:
-        torch.manual_seed(0)
-        q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
-        k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
-        v_cache = torch.randn_like(k_cache)
-        cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+        q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
         impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal)
         kv_bytes = 2 * batch * seqlen_k * heads_kv * head_dim * 2
         if args.splits:
@@ -253,13 +255,9 @@ def main():
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
             shape for shape in PAGED_SHAPES if args.match in shape[0] and not args.splits]:
         for page_size in map(int, args.page_sizes.split(",")):
-            torch.manual_seed(0)
-            q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
-            k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
-            v_cache = torch.randn_like(k_cache)
+            q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
             k_pages, table = paged(k_cache, page_size)
             v_pages, _ = paged(v_cache, page_size)
-            cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
             impls = {
                 "warpflash": lambda: flash_attn_with_kvcache(q, k_pages, v_pages, cache_seqlens=cache_seqlens,
                                                              page_table=table, causal=causal),
@@ -279,10 +277,7 @@ def main():
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
             shape for shape in SHAPES[:1] if args.match in shape[0] and not args.splits and not args.paged_only]:
         for page_size in (0, 16):
-            torch.manual_seed(0)
-            q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
-            k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
-            v_cache = torch.randn_like(k_cache)
+            q, k_cache, v_cache, _ = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
             k_new = torch.randn(batch, seqlen_q, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
             v_new = torch.randn_like(k_new)
             table = None
@@ -306,11 +301,7 @@ def main():
     # A left-padded cache (pads of 0 to 1023 rows) against the same decode without, and FA3's.
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
             shape for shape in SHAPES[:1] if args.match in shape[0] and not args.splits and not args.paged_only]:
-        torch.manual_seed(0)
-        q = torch.randn(batch, seqlen_q, heads_q, head_dim, device="cuda", dtype=torch.bfloat16)
-        k_cache = torch.randn(batch, seqlen_k, heads_kv, head_dim, device="cuda", dtype=torch.bfloat16)
-        v_cache = torch.randn_like(k_cache)
-        cache_seqlens = torch.full((batch,), seqlen_k, dtype=torch.int32, device="cuda")
+        q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
         pads = torch.randint(0, 1024, (batch,), dtype=torch.int32, device="cuda")
         try:  # (builds from before cache_leftpad)
             flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens, cache_leftpad=pads)
