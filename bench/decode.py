@@ -25,10 +25,12 @@ that already holds it (issue 17's bar: at most 1.10).
 With --bandwidth: decode (q=1, GQA 32/8, d 128) over KV lengths 512 to 128k at 128k cached
 tokens per call (batch 256 to 1: the cache, 512 MiB, never fits in L2), against a
 device-to-device copy of 1 GiB (its read + write rate) measured in the same run; with
---plot, the KV read rate against the KV length as a PNG.
+--plot, the KV read rate against the KV length as a PNG. With --batches: only decode kv 8k
+at those batch sizes (how the tile count against the SM count moves the ratio).
 
     python3 bench/decode.py [--csv decode.csv] [--repeats 3] [--page-sizes 1,16,64,256] [--paged-only]
                             [--match 'd 64'] [--splits 1,2,4,8,16,32] [--bandwidth [--plot bw.png]]
+                            [--batches 31,32,33]
 """
 import argparse
 import csv
@@ -220,6 +222,9 @@ def main():
     parser.add_argument("--bandwidth", action="store_true",
                         help="only the sweep of KV lengths against the copy rate")
     parser.add_argument("--plot", help="with --bandwidth: write the plot here (PNG)")
+    parser.add_argument("--batches", default="",
+                        help="only decode q=1 kv 8k (GQA 32/8, d 128) at these comma-separated batch sizes: "
+                             "8 tiles each, so 33 fills two rounds of 132 SMs exactly and 32 leaves 8 slots idle")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args()
@@ -236,6 +241,15 @@ def main():
         copy_rate = bandwidth_sweep(found, args, rows)
         if args.plot:
             plot_bandwidth(rows, copy_rate, args.plot)
+        write_csv(args.csv, rows)
+        return 0
+    if args.batches:
+        _, _, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim = SHAPES[0]
+        for batch in map(int, args.batches.split(",")):
+            q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
+            measure(f"decode q=1, batch {batch}, kv 8k ({batch * heads_kv} tiles)",
+                    contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal),
+                    2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows, kv_len=seqlen_k)
         write_csv(args.csv, rows)
         return 0
     shapes = [shape for shape in SHAPES if args.match in shape[0]]
