@@ -59,6 +59,19 @@ inline const int* int_vector(const c10::optional<at::Tensor>& t, const char* nam
   return t->data_ptr<int>();
 }
 
+// An optional page table: int32 (batch, max_pages) on q's device, rows contiguous.
+inline const int* page_table_of(const c10::optional<at::Tensor>& table, int64_t batch, const at::Tensor& q) {
+  if (!table.has_value()) return nullptr;
+  TORCH_CHECK_TYPE(table->scalar_type() == at::kInt, "warpflash: page_table has dtype ",
+                   python_dtype(table->scalar_type()), "; it must be torch.int32");
+  TORCH_CHECK_VALUE(table->dim() == 2 && table->size(0) == batch && table->size(1) > 0 && table->stride(1) == 1,
+                    "warpflash: page_table has shape ", python_shape(*table), "; expected (", std::to_string(batch),
+                    ", max_pages) with contiguous rows");
+  TORCH_CHECK_VALUE(table->device() == q.device(), "warpflash: page_table is on ", table->device().str(),
+                    "; q is on ", q.device().str());
+  return table->data_ptr<int>();
+}
+
 inline warpflash::DType dtype_of(at::ScalarType type) {
   if (type == at::kFloat8_e4m3fn) return warpflash::DType::kFloat8E4M3;
   return type == at::kBFloat16 ? warpflash::DType::kBFloat16 : warpflash::DType::kFloat16;

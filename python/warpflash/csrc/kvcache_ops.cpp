@@ -10,6 +10,7 @@ namespace {
 
 using warpflash_torch::dtype_of;
 using warpflash_torch::int_vector;
+using warpflash_torch::page_table_of;
 using warpflash_torch::python_dtype;
 using warpflash_torch::python_shape;
 using warpflash_torch::raise_if_error;
@@ -58,14 +59,7 @@ at::Tensor append_kv_op(const at::Tensor& q, const at::Tensor& k_cache,
   // row of every sequence.
   const int* starts = int_vector(cache_seqlens, "cache_seqlens", q.size(0), q);
   const int* rows = int_vector(cache_batch_idx, "cache_batch_idx", q.size(0), q);
-  if (page_table.has_value()) {
-    TORCH_CHECK_TYPE(page_table->scalar_type() == at::kInt, "warpflash: page_table has dtype ",
-                     python_dtype(page_table->scalar_type()), "; it must be torch.int32");
-    TORCH_CHECK_VALUE(page_table->dim() == 2 && page_table->size(0) == q.size(0) && page_table->stride(-1) == 1 &&
-                          page_table->device() == q.device(),
-                      "warpflash: page_table has shape ", python_shape(*page_table),
-                      "; expected (", std::to_string(q.size(0)), ", max_pages) int32 on q's device, rows contiguous");
-  }
+  const int* table = page_table_of(page_table, q.size(0), q);
   c10::cuda::CUDAGuard device_guard(q.device());
   warpflash::AppendKvArgs args;
   args.dtype = dtype_of(q.scalar_type());
@@ -86,8 +80,8 @@ at::Tensor append_kv_op(const at::Tensor& q, const at::Tensor& k_cache,
   }
   args.cache_seqlens = starts;
   args.cache_batch_idx = rows;
-  if (page_table.has_value()) {
-    args.page_table = page_table->data_ptr<int32_t>();
+  if (table != nullptr) {
+    args.page_table = table;
     args.page_table_stride = page_table->stride(0);
     args.max_pages = page_table->size(1);
   }

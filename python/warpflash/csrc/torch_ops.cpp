@@ -17,6 +17,7 @@ namespace {
 
 using warpflash_torch::dtype_of;
 using warpflash_torch::int_vector;
+using warpflash_torch::page_table_of;
 using warpflash_torch::python_dtype;
 using warpflash_torch::python_shape;
 using warpflash_torch::raise_if_error;
@@ -166,17 +167,9 @@ void set_kv_cache_index(warpflash::ForwardArgs& args, const KvCacheIndex& index,
     args.kv_batch = k.size(0);
   }
   args.leftpad_k = int_vector(index.leftpad_k, "cache_leftpad", args.shape.batch, q);
-  if (!index.page_table.has_value()) return;
+  args.page_table = page_table_of(index.page_table, args.shape.batch, q);
+  if (args.page_table == nullptr) return;
   const at::Tensor& table = *index.page_table;
-  TORCH_CHECK_TYPE(table.scalar_type() == at::kInt, "warpflash: page_table has dtype ",
-                   python_dtype(table.scalar_type()), "; it must be torch.int32");
-  TORCH_CHECK_VALUE(table.dim() == 2 && table.size(0) == args.shape.batch && table.size(1) > 0 &&
-                        table.stride(1) == 1,
-                    "warpflash: page_table has shape ", python_shape(table), "; expected (",
-                    std::to_string(args.shape.batch), ", max_pages) with contiguous rows");
-  TORCH_CHECK_VALUE(table.device() == q.device(), "warpflash: page_table is on ", table.device().str(), "; q is on ",
-                    q.device().str());
-  args.page_table = table.data_ptr<int>();
   args.page_table_batch_stride = table.stride(0);
   args.max_pages = table.size(1);
   args.num_pages = k.size(0);
