@@ -5,7 +5,7 @@
 //
 //   warpflash_bench [--csv PATH] [--dtypes bf16,fp16] [--head-dims 64,128,256]
 //                   [--seqlens 512,1024,...] [--causal both|0|1] [--iters N] [--warmup N]
-//                   [--no-workspace]
+//                   [--no-workspace] [--window-left N] [--softcap X]
 
 #include <algorithm>
 #include <cerrno>
@@ -53,6 +53,8 @@ struct Options {
   bool workspace = true;  // give forward() its workspace (the split last round)
   bool backward = false;  // time backward() (after one forward) instead of forward()
   bool deterministic = false;  // the backward's deterministic mode
+  int window_left = -1;  // sliding window's left bound (-1: none); TFLOP/s count visible scores
+  float softcap = 0.f;   // Gemma 2's softcap (0: none)
 };
 
 void print_usage() {
@@ -74,6 +76,10 @@ void print_usage() {
       "                        postprocess included) after one forward; TFLOP/s count 2.5x\n"
       "                        the forward's FLOPs (FlashAttention's convention)\n"
       "  --deterministic       with --backward: its deterministic mode\n"
+      "  --window-left N       sliding window: each query also sees the N keys before its\n"
+      "                        own (FlashAttention's window_size=(N, -1)); TFLOP/s count the\n"
+      "                        visible scores only; the spot checks use min(N, 100)\n"
+      "  --softcap X           softcap (Gemma 2): scores become X * tanh(score / X)\n"
       "  --help\n");
 }
 
@@ -135,6 +141,14 @@ bool parse_options(int argc, char** argv, Options& opt, bool& help) {
       else if (value == "0") opt.causal = {false};
       else if (value == "1") opt.causal = {true};
       else ok = false;
+    } else if (flag == "--window-left") {
+      std::vector<int> n;
+      ok = parse_int_list(value, n) && n.size() == 1 && n[0] >= -1;
+      if (ok) opt.window_left = n[0];
+    } else if (flag == "--softcap") {
+      char* end = nullptr;
+      opt.softcap = std::strtof(value.c_str(), &end);
+      ok = end != value.c_str() && *end == '\0' && opt.softcap >= 0.f;
     } else if (flag == "--iters" || flag == "--warmup") {
       std::vector<int> n;
       ok = parse_int_list(value, n) && n.size() == 1;
@@ -165,7 +179,7 @@ int64_t batch_for(int seqlen) { return std::max<int64_t>(1, kTokens / seqlen); }
 
 ForwardArgs make_args(DType dtype, const AttentionShape& s, bool causal, const DeviceBuffer& q,
                       const DeviceBuffer& k, const DeviceBuffer& v, const DeviceBuffer& o,
-                      const DeviceBuffer& lse) {
+                      const DeviceBuffer& lse, int window_left = -1, float softcap = 0.f) {
   ForwardArgs args;
   args.dtype = dtype;
   args.shape = s;
@@ -175,11 +189,23 @@ ForwardArgs make_args(DType dtype, const AttentionShape& s, bool causal, const D
   args.o = contiguous_view(o.get(), s.seqlen_q, s.heads_q, s.head_dim);
   args.lse = static_cast<float*>(lse.get());
   args.causal = causal;
+  args.window_left = window_left;
+  args.softcap = softcap;
   return args;
 }
 
+// The scores the mask leaves visible in one head of one sequence.
+double visible_scores(const reference::Problem& p) {
+  double total = 0;
+  for (int64_t i = 0; i < p.seqlen_q; ++i) {
+    auto range = reference::visible_range(p, i);
+    total += double(std::max<int64_t>(0, range.second - range.first));
+  }
+  return total;
+}
+
 // Runs one small problem on the GPU and the CPU reference and compares O and LSE.
-bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& small,
+bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& small, const Options& opt,
                 std::mt19937_64& rng) {
   reference::Problem p;
   p.batch = small.batch;
@@ -189,6 +215,8 @@ bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& smal
   p.head_dim = head_dim;
   p.softmax_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   p.causal = causal;
+  p.window_left = opt.window_left < 0 ? -1 : std::min(opt.window_left, 100);
+  p.softcap = opt.softcap;
 
   std::vector<uint16_t> q(p.q_elements()), k(p.kv_elements()), v(p.kv_elements());
   fill_normal(rng, dtype, q);
@@ -204,7 +232,7 @@ bool spot_check(DType dtype, int head_dim, bool causal, const SmallProblem& smal
   dlse.poison();
 
   const AttentionShape shape{p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim};
-  if (!report_status(forward(make_args(dtype, shape, causal, dq, dk, dv, d_o, dlse)),
+  if (!report_status(forward(make_args(dtype, shape, causal, dq, dk, dv, d_o, dlse, int(p.window_left), opt.softcap)),
                      "forward (spot check)")) {
     return false;
   }
@@ -403,7 +431,7 @@ int run(const Options& opt) {
       for (bool causal : opt.causal) {
         bool checked = true;
         for (const SmallProblem& small : kSpotChecks) {
-          checked = spot_check(dtype, head_dim, causal, small, rng) && checked;
+          checked = spot_check(dtype, head_dim, causal, small, opt, rng) && checked;
         }
         if (!checked) {
           std::printf("  %s d=%d causal=%d fails the spot check; not timed\n", short_name(dtype),
@@ -418,7 +446,8 @@ int run(const Options& opt) {
             if (buffer != nullptr) buffer->poison();
           }
           Timing t;
-          ForwardArgs args = make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse);
+          ForwardArgs args = make_args(dtype, shape, causal, big.q, big.k, big.v, big.o, big.lse, opt.window_left,
+                                       opt.softcap);
           if (opt.workspace) big.attach_workspace(args);
           bool timed = false;
           if (opt.backward) {
@@ -441,8 +470,13 @@ int run(const Options& opt) {
             ++failures;
             continue;
           }
-          const double flops = (opt.backward ? 2.5 : 1.0) * 4.0 * batch * heads * double(seqlen) * seqlen *
-                               head_dim / (causal ? 2.0 : 1.0);
+          reference::Problem head;  // one head of one sequence, for the visible scores
+          head.seqlen_q = head.seqlen_k = seqlen;
+          head.causal = causal;
+          head.window_left = opt.window_left;
+          const double scores = opt.window_left < 0 ? double(seqlen) * seqlen / (causal ? 2.0 : 1.0)
+                                                    : visible_scores(head);
+          const double flops = (opt.backward ? 2.5 : 1.0) * 4.0 * batch * heads * scores * head_dim;
           const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
           std::printf("%-5s %5d %6d %7d %6lld %6lld %10.4f %10.4f %8.1f\n", short_name(dtype),
                       head_dim, causal, seqlen, static_cast<long long>(batch),

@@ -9,7 +9,8 @@ forward (PyPI fa3-fwd: varlen, softcap; no windows in that build) and FlashAtten
 Workloads (hidden 2048: heads = 2048 / head_dim, BF16):
   varlen   16k tokens in sequences of random length 128..8k (fixed seed), d 64 and 128,
            causal and not; also equal lengths through the varlen entry against the dense one.
-  window   seqlen 16k, window (4096, 0), d 128: TFLOP/s counts the visible scores only.
+  window   seqlen 16k, windows (4096, 0), (1024, 0), (128, 0), d 128: TFLOP/s count the
+           visible scores only.
   options  softcap 30 and learnable sinks against the plain kernel at d 128, seqlen 8k.
   headdims d 96, 192 and 192 with d_v 128 (DeepSeek-V3) at seqlen 8k and 16k, causal
            and not (heads = 2048 // head_dim).
@@ -131,13 +132,18 @@ def window_section(q_shape, bench, found):
     dtype = torch.bfloat16
     _, seqlen, heads, head_dim = q_shape
     q, k, v = (torch.randn(q_shape, device="cuda", dtype=dtype) for _ in range(3))
-    flops = 4 * visible_scores([seqlen], True, 4096) * head_dim * heads
-    impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True, window_size=(4096, -1))}
+    # Mistral's and Gemma's 4096, gpt-oss's 128.
+    for window in (4096, 1024, 128):
+        flops = 4 * visible_scores([seqlen], True, window) * head_dim * heads
+        impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True, window_size=(window, -1))}
+        if "fa4" in found:
+            impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=True, window_size=(window, 0))
+        bench(f"window ({window}, 0) 16k d128", flops, impls)
+    impls = {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True)}
     if "fa4" in found:
-        impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=True, window_size=(4096, 0))
-    bench("window (4096, 0) 16k d128", flops, impls)
-    bench("causal 16k d128 (the same kernel, every block)", 4 * visible_scores([seqlen], True) * head_dim * heads,
-          {"warpflash": lambda: warpflash.flash_attn_func(q, k, v, causal=True)})
+        impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=True)
+    bench("causal 16k d128 (every block of the causal mask)", 4 * visible_scores([seqlen], True) * head_dim * heads,
+          impls)
 
 
 
@@ -159,6 +165,9 @@ def options_section(heads, head_dim, bench, found):
         if "fa3" in found:
             impls["fa3"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal)
             impls["fa3_softcap"] = lambda: found["fa3"].flash_attn_func(q, k, v, causal=causal, softcap=30.0)
+        if "fa4" in found:
+            impls["fa4"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=causal)
+            impls["fa4_softcap"] = lambda: found["fa4"].flash_attn_func(q, k, v, causal=causal, softcap=30.0)
         bench(f"options 8k d128 {'causal' if causal else 'full'}", flops, impls)
 
 
