@@ -187,6 +187,37 @@ TEST(DispatchTable, PagedCachesRunTheKernelsThatLoadPages) {
   }
 }
 
+// d=128's long tiles (128 x 160) are chosen by the keys a row sees, not seqlen_k: a
+// sliding window or a chunk spanning fewer than kLongMinKeySpan keys runs the default tiles.
+TEST(DispatchTable, ShortWindowsOfLongSequencesTakeTheDefaultTiles) {
+  static_assert(kLongMinKeySpan == 4096, "the cases below straddle it");
+  struct Case {
+    int64_t window_left, window_right, chunk;
+    bool causal;
+    ForwardVariant expected;
+  };
+  const Case cases[] = {
+      {-1, -1, 0, true, ForwardVariant::kLong},         // causal over 16k keys
+      {4096, -1, 0, true, ForwardVariant::kLong},       // Mistral's window: 4097 keys
+      {2048, -1, 0, true, ForwardVariant::kDefault},    // 2049 keys
+      {4094, 0, 0, false, ForwardVariant::kDefault},    // 4095 keys
+      {4095, 0, 0, false, ForwardVariant::kLong},       // 4096 keys
+      {128, -1, 0, false, ForwardVariant::kLong},       // no right bound: up to 16k keys
+      {1000, 1000, 0, false, ForwardVariant::kDefault},
+      {-1, -1, 2048, true, ForwardVariant::kDefault},   // chunked attention (Llama 4)
+  };
+  for (const Case& c : cases) {
+    ForwardArgs args;
+    args.shape = {1, 16384, 16384, 16, 16, 128};
+    args.causal = c.causal;
+    args.window_left = c.window_left;
+    args.window_right = c.window_right;
+    args.attention_chunk = c.chunk;
+    EXPECT_EQ(forward_variant_of(args), c.expected)
+        << "window (" << c.window_left << ", " << c.window_right << ") chunk " << c.chunk << " causal " << c.causal;
+  }
+}
+
 // FP8 has one kernel per head dim, the general loop, for every problem.
 TEST(DispatchTable, Fp8KernelsServeEveryProblem) {
   for (int head_dim : compiled_head_dims(DType::kFloat8E4M3)) {

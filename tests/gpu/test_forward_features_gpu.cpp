@@ -65,6 +65,8 @@ const Case kCases[] = {
      {}, {}, /*workspace=*/false},
     {"window_causal", false, {700}, {700}, 2, 2, true, 100},
     {"window_both_sides", false, {300, 300}, {500, 500}, 4, 2, false, 50, 30},
+    // A short window over long keys: d=128 takes the default tiles, not the long ones.
+    {"window_long_keys", false, {300}, {8300}, 2, 1, true, 1000},
     {"window_right_only", false, {257}, {257}, 2, 1, false, -1, 5},
     {"chunk_causal", false, {600}, {600}, 2, 2, true, -1, -1, 128},
     {"softcap_causal", false, {257}, {257}, 4, 4, true, -1, -1, 0, 30.f},

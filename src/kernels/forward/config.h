@@ -91,6 +91,10 @@ enum ForwardLoops { kPlainLoop = 1, kGeneralLoop = 2, kBothLoops = 3 };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kShortMaxRowsD64 = 128;
 constexpr int kLongMinSeqlenK = 8192;
+// d=128's long tiles also need rows that see this many keys: a sliding window or chunk
+// spanning fewer runs the default tiles (H200, causal 16k, windows 128 / 1024 / 2048:
+// +23% / +5% / +1%; at 4096 the long tiles are 2% faster; docs/perf-notes.md).
+constexpr int kLongMinKeySpan = 4096;
 constexpr int kShortMaxSeqlenK = 1024;
 constexpr int kShortMaxSeqlenKCausal = 2048;
 constexpr int kClusteredBlockM = 128;
