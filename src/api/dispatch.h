@@ -1,7 +1,6 @@
 // The one table from (dtype, head dims, tile variant, loop) to a compiled forward kernel.
 #pragma once
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,30 +12,14 @@ namespace warpflash {
 
 using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale, const kernels::ForwardPlan& plan);
 
-// The most keys one query row sees: seqlen_k, or the span of a window bounded on both
-// sides (causal included) or of a chunk when shorter.
-inline int64_t longest_key_span(ForwardArgs const& args) {
-  kernels::AttentionMask mask = kernels::forward_mask(args).mask;
-  int64_t span = args.shape.seqlen_k;
-  if (mask.window_left < kernels::AttentionMask::kUnbounded && mask.window_right < kernels::AttentionMask::kUnbounded) {
-    span = std::min<int64_t>(span, int64_t(mask.window_left) + mask.window_right + 1);
-  }
-  if (mask.chunk > 0) span = std::min<int64_t>(span, mask.chunk);
-  return span;
-}
-
 // The kernel variant forward() runs for these (validated) arguments, and its tiles.
 // FP8 has one variant. Packed or split problems run the general loop, never a clustered kernel.
 inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const kernels::ForwardPlan& plan = {}) {
   if (args.dtype == DType::kFloat8E4M3) return kernels::ForwardVariant::kDefault;
   kernels::ForwardVariant variant =
       kernels::forward_variant(static_cast<int>(args.shape.head_dim), args.causal, args.shape.seqlen_q,
-                               args.shape.seqlen_k, kernels::uniform_tiles(args) && plan.plain());
-  // The long tiles pay off on long rows of keys, not on a short window over many: fewer of
-  // its edge blocks' keys are computed and masked with the default tiles.
-  if (variant == kernels::ForwardVariant::kLong && longest_key_span(args) < kernels::kLongMinKeySpan) {
-    variant = kernels::ForwardVariant::kDefault;
-  }
+                               args.shape.seqlen_k, kernels::uniform_tiles(args) && plan.plain(),
+                               kernels::longest_key_span(args));
   // Paged caches load in the kernels with ForwardTraits::kPagedKv: d=128's default (whose
   // 128-key blocks take power-of-two pages in one or a few runs of rows, paged_kv.h),
   // d=64's short causal kernel (the same blocks; for every paged d=64 problem) and d=256's

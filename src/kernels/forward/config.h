@@ -100,8 +100,10 @@ constexpr int kShortMaxSeqlenKCausal = 2048;
 constexpr int kClusteredBlockM = 128;
 // uniform_tiles: dense equal-length sequences and no mask (problem.h), the only problems
 // the clustered kernels take; for varlen the lengths are the longest sequences'.
+// key_span: the most keys one query row sees (a window's or chunk's span; problem.h's
+// longest_key_span), seqlen_k or more without either.
 constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seqlen_q, int64_t seqlen_k,
-                                         bool uniform_tiles = true) {
+                                         bool uniform_tiles = true, int64_t key_span = INT64_MAX) {
   if (head_dim == 64 && seqlen_q <= (causal ? kShortCausalMaxSeqlen : kShortMaxRowsD64)) {
     return ForwardVariant::kShortCausal;
   }
@@ -109,7 +111,7 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
   if (head_dim == 128 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
     return ForwardVariant::kLongClustered;
   }
-  if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK) return ForwardVariant::kLong;
+  if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK && key_span >= kLongMinKeySpan) return ForwardVariant::kLong;
   if (head_dim == 256 && seqlen_k <= (causal ? kShortMaxSeqlenKCausal : kShortMaxSeqlenK)) return ForwardVariant::kShort;
   return ForwardVariant::kDefault;
 }

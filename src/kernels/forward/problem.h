@@ -31,6 +31,19 @@ inline ForwardMask forward_mask(ForwardArgs const& args) {
   return ForwardMask{mask, causal_order};
 }
 
+// The most keys one query row sees: seqlen_k, or the span of a window bounded on both
+// sides (causal included) or of a chunk when shorter (forward_variant() takes d=128's
+// long tiles only for long spans).
+inline int64_t longest_key_span(ForwardArgs const& args) {
+  AttentionMask mask = forward_mask(args).mask;
+  int64_t span = args.shape.seqlen_k;
+  if (mask.window_left < AttentionMask::kUnbounded && mask.window_right < AttentionMask::kUnbounded) {
+    span = std::min<int64_t>(span, int64_t(mask.window_left) + mask.window_right + 1);
+  }
+  if (mask.chunk > 0) span = std::min<int64_t>(span, mask.chunk);
+  return span;
+}
+
 // The workspace of the dynamic tile order (sequences of different lengths): one counter.
 constexpr size_t kTileCounterBytes = 16;
 
