@@ -78,6 +78,11 @@ def paged(cache, page_size):
     return pages, order.view(batch, max_pages).to(torch.int32)
 
 
+def cache_bytes(batch, seqlen_k, heads_kv, head_dim):
+    """The bytes of K and V (BF16) that one call reads."""
+    return 2 * batch * seqlen_k * heads_kv * head_dim * 2
+
+
 def measure(label, impls, kv_bytes, args, rows, kv_len=""):
     """Times impls (name -> call) interleaved, after checking each against the first."""
     # Every implementation's output against warpflash's once (and a first call: FA4 compiles).
@@ -168,7 +173,7 @@ def bandwidth_sweep(found, args, rows):
         q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, 1, seqlen_k, heads_q, heads_kv, head_dim)
         impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, True)
         measure(f"bandwidth: decode q=1, batch {batch}, kv {seqlen_k}", impls,
-                2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows, kv_len=seqlen_k)
+                cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows, kv_len=seqlen_k)
         del q, k_cache, v_cache, impls
     source = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     target = torch.empty_like(source)
@@ -249,14 +254,14 @@ def main():
             q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
             measure(f"decode q=1, batch {batch}, kv 8k ({batch * heads_kv} tiles)",
                     contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal),
-                    2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows, kv_len=seqlen_k)
+                    cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows, kv_len=seqlen_k)
         write_csv(args.csv, rows)
         return 0
     shapes = [shape for shape in SHAPES if args.match in shape[0]]
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [] if args.paged_only else shapes:
         q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
         impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal)
-        kv_bytes = 2 * batch * seqlen_k * heads_kv * head_dim * 2
+        kv_bytes = cache_bytes(batch, seqlen_k, heads_kv, head_dim)
         if args.splits:
             splits = {"warpflash": impls["warpflash"]}
             for n in map(int, args.splits.split(",")):
@@ -285,7 +290,7 @@ def main():
                 fa4 = found["fa4"]
                 impls["fa4"] = lambda: fa4.flash_attn_varlen_func(q, k_pages, v_pages, seqused_k=cache_seqlens,
                                                                   page_table=table, causal=causal)
-            measure(f"{label}, paged {page_size}", impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+            measure(f"{label}, paged {page_size}", impls, cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows)
     # Appending the new token with rotary (one kernel before the attention) against the
     # same decode over a cache that already holds it, with q already rotated.
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
@@ -311,7 +316,7 @@ def main():
                                                                             cache_seqlens=full, page_table=table,
                                                                             causal=causal)}
             measure(f"{label}, append + rotary" + (f", paged {page_size}" if page_size else ""), impls,
-                    2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+                    cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows)
     # A left-padded cache (pads of 0 to 1023 rows) against the same decode without, and FA3's.
     for label, batch, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim in [
             shape for shape in SHAPES[:1] if args.match in shape[0] and not args.splits and not args.paged_only]:
@@ -331,7 +336,7 @@ def main():
             fa3 = found["fa3"]
             impls["fa3"] = lambda: fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
                                                                cache_leftpad=pads, causal=causal)
-        measure(f"{label}, cache_leftpad 0-1023", impls, 2 * batch * seqlen_k * heads_kv * head_dim * 2, args, rows)
+        measure(f"{label}, cache_leftpad 0-1023", impls, cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows)
     write_csv(args.csv, rows)
     return 0
 
