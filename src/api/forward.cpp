@@ -145,7 +145,10 @@ size_t forward_workspace_bytes(const ForwardArgs& args) {
     return kernels::split_kv_workspace_bytes(launch.args, launch.plan,
                                              forward_tile_config_of(launch.args, launch.plan).block_m);
   }
-  if (!kernels::dense_equal_lengths(args)) return kernels::kTileCounterBytes;
+  // The dynamic tile order's counter (launch.h).
+  if (!kernels::dense_equal_lengths(args) || kernels::forward_mask(args).mask.has_left_bound()) {
+    return kernels::kTileCounterBytes;
+  }
   kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, launch.plan);
   if (!config.split_tail ||
       find_forward_launcher(args.dtype, shape.head_dim, shape.value_head_dim(), forward_variant_of(launch.args),

@@ -44,8 +44,9 @@ struct Case {
   bool sinks = false;
   std::vector<int> seqused_q = {};  // empty: none
   std::vector<int> seqused_k = {};
-  // Scratch of forward_workspace_bytes(): with sequences of different lengths, the dynamic
-  // tile order; without, the static one. With it, problems of few tiles split their keys.
+  // Scratch of forward_workspace_bytes(): with sequences of different lengths, windows or
+  // chunks, the dynamic tile order; without, the static one. With it, problems of few
+  // tiles split their keys.
   bool workspace = true;
   int64_t num_splits = 0;  // ForwardArgs::num_splits
   // Dense K/V as a paged cache of pages this many rows long, in a shuffled order (0: not

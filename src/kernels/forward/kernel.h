@@ -163,10 +163,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   };
   // Static tile order: every role computes the CTA's tile index of a round from the
   // scheduler. Dynamic (the general loop with params.tile_counter: sequences of different
-  // lengths, whose tiles no static order balances): the producer thread takes the next index
-  // from the counter once a tile's loads are issued (the first from blockIdx.x) and passes it
-  // to the consumers with the tile's Q; an index past the last tile, passed the same way,
-  // ends the loop.
+  // lengths, windows and chunks, whose tiles no static order balances): the producer thread
+  // takes the next index from the counter once a tile's loads are issued (the first from
+  // blockIdx.x) and passes it to the consumers with the tile's Q; an index past the last
+  // tile, passed the same way, ends the loop.
   bool dynamic_tiles = kGeneralLoop && params.tile_counter != nullptr;
   auto static_index = [&](int round) {
     return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, kGeneralLoop ? grid_size() : gridDim.x, round);
