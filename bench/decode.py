@@ -26,7 +26,8 @@ With --bandwidth: decode (q=1, GQA 32/8, d 128) over KV lengths 512 to 128k at 1
 tokens per call (batch 256 to 1: the cache, 512 MiB, never fits in L2), against a
 device-to-device copy of 1 GiB (its read + write rate) measured in the same run; with
 --plot, the KV read rate against the KV length as a PNG. With --batches: only decode kv 8k
-at those batch sizes (how the tile count against the SM count moves the ratio).
+at those batch sizes (how the tile count against the SM count moves the ratio); with
+--splits too, each batch also with those fixed num_splits.
 
     python3 bench/decode.py [--csv decode.csv] [--repeats 3] [--page-sizes 1,16,64,256] [--paged-only]
                             [--match 'd 64'] [--splits 1,2,4,8,16,32] [--bandwidth [--plot bw.png]]
@@ -252,8 +253,11 @@ def main():
         _, _, seqlen_q, seqlen_k, causal, heads_q, heads_kv, head_dim = SHAPES[0]
         for batch in map(int, args.batches.split(",")):
             q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
-            measure(f"decode q=1, batch {batch}, kv 8k ({batch * heads_kv} tiles)",
-                    contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal),
+            impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal)
+            for n in map(int, filter(None, args.splits.split(","))):
+                impls[f"splits={n}"] = (lambda n=n: flash_attn_with_kvcache(
+                    q, k_cache, v_cache, cache_seqlens=cache_seqlens, causal=causal, num_splits=n))
+            measure(f"decode q=1, batch {batch}, kv 8k ({batch * heads_kv} tiles)", impls,
                     cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows, kv_len=seqlen_k)
         write_csv(args.csv, rows)
         return 0

@@ -95,7 +95,7 @@ if has decode; then
     --gtest_filter='Features/*decode*:Features/*split*:Features/*speculative*:Features/*paged*' \
     > "$results/decode-tests.log" 2>&1
   echo "decode GPU tests rc=$?"; tail -n 4 "$results/decode-tests.log"
-  sanitize decode 'Features/*bf16_d128_decode_gqa_split:Features/*bf16_d64_prefill_causal_three_splits:Features/*fp16_d256_decode_gqa3_seqused_causal:Features/*bf16_d128_paged16_decode_seqused:Features/*bf16_d64_paged1_q3_causal_split:Features/*bf16_d256_paged256_mqa'
+  sanitize decode 'Features/*bf16_d128_decode_gqa_split:Features/*fp16_d128_decode_runs_seqused_causal:Features/*bf16_d64_prefill_causal_three_splits:Features/*fp16_d256_decode_gqa3_seqused_causal:Features/*bf16_d128_paged16_decode_seqused:Features/*bf16_d64_paged1_q3_causal_split:Features/*bf16_d256_paged256_mqa'
   if python3 -c "import torch" 2>/dev/null; then
     install_package
     (cd tests/python && timeout 300 python3 -m pytest -q -ra test_kvcache.py > "$results/pytest-kvcache.log" 2>&1)

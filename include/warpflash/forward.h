@@ -116,10 +116,12 @@ struct ForwardArgs {
   // Split-KV (flash-decoding; FlashAttention's num_splits): each query tile's keys are
   // divided among num_splits CTAs whose partial results are merged by their LSE, so that
   // problems with fewer tiles than SMs (decode) keep every SM reading K and V. 0 lets
-  // forward() choose from the problem and the SM count (it splits only with a workspace);
-  // 1 never splits; 2..128 always split (the workspace of forward_workspace_bytes() is then
-  // required). Splitting needs dense queries (no cu_seqlens_q, no seqused_q), no
-  // learnable_sink and 16-bit inputs; num_splits = 0 quietly does not split otherwise.
+  // forward() choose from the problem and the SM count (it splits only with a workspace,
+  // into equal runs of all tiles' keys, one per SM, so that the SMs need not be a multiple
+  // of the tiles); 1 never splits; 2..128 always split each tile into that many pieces
+  // (the workspace of forward_workspace_bytes() is then required). Splitting needs dense
+  // queries (no cu_seqlens_q, no seqused_q), no learnable_sink and 16-bit inputs;
+  // num_splits = 0 quietly does not split otherwise.
   // (Decode with GQA also packs the query heads of each K/V head into one tile: with
   // seqlen_q = 1, no sinks and no Q block scales; automatic.)
   int64_t num_splits = 0;

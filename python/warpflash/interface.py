@@ -62,8 +62,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     results bitwise identical run to run.
 
     num_splits divides each query tile's keys among CTAs, merged by their LSE
-    (flash-decoding): 0 chooses from the problem (problems with fewer tiles than SMs), 1
-    never splits, 2..128 always (16-bit inputs, no learnable_sink).
+    (flash-decoding): 0 chooses from the problem (problems with fewer tiles than SMs: all
+    tiles' keys in equal runs, one per SM), 1 never splits, 2..128 always (that many
+    pieces per tile; 16-bit inputs, no learnable_sink).
 
     FP8 (FlashAttention-3's call): q, k, v of dtype torch.float8_e4m3fn (head_dim 64, 128 or
     256), with optional fp32 descales q_descale, k_descale, v_descale of shape (batch,

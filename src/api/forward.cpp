@@ -113,18 +113,20 @@ ForwardLaunch plan_forward(const ForwardArgs& args, bool with_workspace) {
     launch.plan.splits = static_cast<int>(args.num_splits);
   } else if (args.num_splits == 0 && with_workspace && kernels::split_kv_allowed(args)) {
     // The split the tiles of `plan`'s kernel variant call for.
-    auto splits_for = [&](kernels::ForwardPlan const& plan) {
+    auto split_for = [&](kernels::ForwardPlan plan) {
       const AttentionShape& shape = launch.args.shape;
       kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, plan);
       int64_t tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
       int64_t n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
-      return kernels::choose_splits(tiles, n_blocks, current_sm_count());
+      kernels::SplitChoice choice = kernels::choose_split(tiles, n_blocks, current_sm_count());
+      plan.splits = choice.splits;
+      plan.split_workers = choice.workers;
+      return plan;
     };
-    kernels::ForwardPlan split = launch.plan;
-    split.splits = splits_for(split);
+    kernels::ForwardPlan split = split_for(launch.plan);
     // A split runs another variant where the plain problem would run a clustered one:
     // its tiles decide the split.
-    if (split.splits > 1) split.splits = splits_for(split);
+    if (split.split()) split = split_for(split);
     launch.plan = split;
   }
   return launch;
@@ -141,7 +143,7 @@ size_t forward_workspace_bytes(const ForwardArgs& args) {
     return 0;
   }
   ForwardLaunch launch = plan_forward(args, /*with_workspace=*/true);
-  if (launch.plan.splits > 1) {
+  if (launch.plan.split()) {
     return kernels::split_kv_workspace_bytes(launch.args, launch.plan,
                                              forward_tile_config_of(launch.args, launch.plan).block_m);
   }
@@ -180,12 +182,12 @@ Status forward(const ForwardArgs& args) {
   }
   float scale = args.softmax_scale.value_or(1.0f / std::sqrt(static_cast<float>(args.shape.head_dim)));
   ForwardLaunch planned = plan_forward(args, args.workspace != nullptr);
-  if (planned.plan.splits > 1) {
+  if (planned.plan.split()) {
     size_t needed = kernels::split_kv_workspace_bytes(planned.args, planned.plan,
                                                       forward_tile_config_of(planned.args, planned.plan).block_m);
     if (args.workspace_bytes < needed) {
       return Status::InvalidArgument(text::concat("warpflash::forward: workspace_bytes = ", args.workspace_bytes,
-                                                  " is too small for num_splits = ", planned.plan.splits,
+                                                  " is too small for the split-KV of num_splits = ", args.num_splits,
                                                   ": this problem needs ", needed, " (forward_workspace_bytes())"));
     }
   }

@@ -138,17 +138,86 @@ TEST(SplitKv, PiecesCoverEveryBlockOnceInEqualRuns) {
   }
 }
 
+// Split-KV's runs (split_kv.h): each worker's pieces (indices w and workers + w) cover
+// consecutive blocks of at most two tiles; together they cover every block of every tile
+// once, in runs that differ by at most one block per piece where the tiles are equally
+// long; the merge finds exactly the pieces of a tile.
+TEST(SplitKv, RunsCoverEveryBlockOnceAndBalance) {
+  for (auto [tiles, workers] : {std::pair{8, 132}, {64, 132}, {1, 132}, {66, 132}, {7, 16}, {3, 7}}) {
+    SplitKv split = SplitKv::runs(tiles, workers);
+    ASSERT_TRUE(split.active());
+    EXPECT_EQ(split.num_indices(unsigned(tiles)), 2u * unsigned(workers));
+    for (int blocks : {2 * workers / tiles, 7, 1024, 1 << 20}) {
+      if (int64_t(workers) * blocks >= (int64_t(1) << 31)) continue;
+      std::vector<int> next_block(tiles, 0);  // pieces arrive in worker order per tile
+      int shortest = 1 << 30, longest = 0;
+      for (int worker = 0; worker < workers; ++worker) {
+        int run = 0;
+        for (int round = 0; round < 2; ++round) {
+          int piece;
+          unsigned index = unsigned(round * workers + worker);
+          unsigned tile = split.tile_of(index, piece);
+          ASSERT_LT(tile, unsigned(tiles));
+          int begin = 0, end = blocks;
+          split.clip(piece, begin, end);
+          ASSERT_LE(begin, end);
+          if (begin == end) continue;
+          ASSERT_EQ(begin, next_block[tile]) << tiles << " " << workers << " worker " << worker;
+          next_block[tile] = end;
+          run += end - begin;
+          EXPECT_EQ(split.piece_index(worker, int(tile)), index);
+          EXPECT_GE(worker, split.first_worker(int(tile)));
+          EXPECT_LT(worker, split.end_worker(int(tile)));
+        }
+        shortest = std::min(shortest, run);
+        longest = std::max(longest, run);
+      }
+      for (int tile = 0; tile < tiles; ++tile) EXPECT_EQ(next_block[tile], blocks) << tiles << " " << workers;
+      EXPECT_LE(longest - shortest, 2) << tiles << " " << workers << " " << blocks;
+      EXPECT_GE(shortest, int(int64_t(blocks) * tiles / workers) - 1);
+    }
+    // The merge's workers of a tile: consecutive, each with a piece of it.
+    for (int tile = 0; tile < tiles; ++tile) {
+      for (int worker = split.first_worker(tile); worker < split.end_worker(tile); ++worker) {
+        int piece;
+        EXPECT_EQ(split.tile_of(split.piece_index(worker, tile), piece), unsigned(tile));
+        int begin = 0, end = 1 << 20;
+        split.clip(piece, begin, end);
+        EXPECT_LT(begin, end) << tiles << " " << workers << " tile " << tile << " worker " << worker;
+      }
+    }
+  }
+}
+
 TEST(SplitKv, ChosenOnlyWhereTilesLeaveSmsIdle) {
-  // Decode on 132 SMs: batch 32 x 8 K/V heads fill two rounds, unsplit; batch 8 x 8 heads
-  // split in two (128 pieces, one round); batch 1 x 8 heads into 16ths.
-  EXPECT_EQ(choose_splits(256, 52, 132), 1);
-  EXPECT_EQ(choose_splits(64, 205, 132), 2);
-  EXPECT_EQ(choose_splits(8, 52, 132), 16);
-  EXPECT_EQ(choose_splits(8, 820, 132), 16);  // not two rounds (33), nor 15
-  EXPECT_EQ(choose_splits(1, 820, 132), kMaxSplits);
-  // Pieces stay at least kMinSplitBlocks blocks long.
-  EXPECT_EQ(choose_splits(8, 3, 132), 1);
-  EXPECT_LE(choose_splits(8, 9, 132), 9 / kMinSplitBlocks);
+  auto splits = [](int64_t tiles, int64_t n_blocks) { return choose_split(tiles, n_blocks, 132).splits; };
+  auto workers = [](int64_t tiles, int64_t n_blocks) { return choose_split(tiles, n_blocks, 132).workers; };
+  // Decode on 132 SMs: batch 32 x 8 K/V heads fill two rounds, batch 12 x 8 read at the
+  // DRAM's rate: unsplit. Batch 8 x 8 heads in two pieces a tile (128 CTAs), batch 1 x 8
+  // heads in 16ths, not two rounds (33) nor 15.
+  EXPECT_EQ(splits(256, 52), 1);
+  EXPECT_EQ(workers(256, 52), 0);
+  EXPECT_EQ(splits(96, 64), 1);
+  EXPECT_EQ(workers(96, 64), 0);
+  EXPECT_EQ(splits(64, 205), 2);
+  EXPECT_EQ(splits(8, 52), 16);
+  EXPECT_EQ(splits(8, 820), 16);
+  EXPECT_EQ(workers(8, 820), 0);
+  EXPECT_EQ(splits(1, 820), kMaxSplits);
+  // Batch 9 x 8 heads (72 tiles): one piece a tile leaves 60 SMs idle and two are more
+  // than one round: runs over all 132 SMs.
+  EXPECT_EQ(workers(72, 64), 132);
+  EXPECT_EQ(splits(72, 64), 1);
+  EXPECT_EQ(splits(50, 64), 2);  // 100 CTAs
+  EXPECT_EQ(workers(50, 64), 0);
+  // Pieces and runs stay at least kMinSplitBlocks blocks long.
+  EXPECT_EQ(splits(8, 3), 1);
+  EXPECT_EQ(workers(8, 3), 0);
+  EXPECT_LE(splits(8, 9), 9 / kMinSplitBlocks);
+  EXPECT_EQ(workers(72, 3), 0);
+  EXPECT_EQ(workers(72, 4), 132);
+  // workers x blocks within FastDivmod's 31 bits.
+  EXPECT_EQ(workers(72, int64_t(1) << 24), 0);
 }
 
 TEST(SplitTail, OnlyWhereItPays) {

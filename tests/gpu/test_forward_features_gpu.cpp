@@ -88,6 +88,11 @@ const Case kCases[] = {
     {"decode_sinks_unpacked", false, {1, 1}, {500, 500}, 8, 2, false, -1, -1, 0, 0.f, true},
     {"decode_mha_seven_splits", false, {1, 1}, {2000, 2000}, 4, 4, false, -1, -1, 0, 0.f, false, {}, {}, true, 7},
     {"speculative_q4_causal_split", false, {4, 4}, {3001, 3001}, 8, 2, true},
+    // 72 tiles of 9 sequences x 8 K/V heads: on 132 SMs the keys go in equal runs over all
+    // of them (split_kv.h), a run's pieces in two tiles; equal and unequal cached lengths.
+    {"decode_runs", false, std::vector<int>(9, 1), std::vector<int>(9, 600), 32, 8},
+    {"decode_runs_seqused_causal", false, std::vector<int>(9, 1), std::vector<int>(9, 600), 32, 8, true, -1, -1, 0,
+     0.f, false, {}, {600, 0, 1, 129, 600, 300, 77, 599, 256}},
     // Packed GQA with several query positions (the consumers load the rows): ratios 7 and
     // 8, tiles of several positions, more rows than a tile, windows, softcap, seqused.
     {"speculative_q3_gqa7_window_seqused", false, {3, 3, 3}, {900, 900, 900}, 14, 2, true, 300, -1, 0, 0.f, false,

@@ -81,19 +81,27 @@ __global__ void split_tail_combine_kernel(SplitCombineParams const params) {
   });
 }
 
-// Split-KV: CTA x merges the pieces of tile x, in slots x * splits + piece. Launched as
-// a programmatic dependent of the forward kernel: its CTAs start while the forward's last
-// CTAs finish and wait here until the pieces are written.
+// Split-KV: CTA x merges the pieces of tile x, in slots x * splits + piece (fixed) or
+// those of the runs that cover it (runs). Launched as a programmatic dependent of the
+// forward kernel: its CTAs start while the forward's last CTAs finish and wait here until
+// the pieces are written.
 template <class Element>
 __global__ void split_kv_combine_kernel(SplitCombineParams const params) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   TileCoord const tile = params.scheduler.tile(blockIdx.x);
   int const row_in_tile = blockIdx.y * kRowsPerCta + threadIdx.y;
   if (tile.m_block * params.block_m + row_in_tile >= params.seqlen_q) return;
-  int const splits = params.split_kv.splits;
+  SplitKv const& split = params.split_kv;
   int64_t const slot_floats = params.block_m * (params.head_dim + 1);
-  merge_row<Element>(params, tile, row_in_tile, splits, [&](int i) {
-    return params.workspace + (int64_t(blockIdx.x) * splits + i) * slot_floats;
+  if (split.workers > 0) {
+    int const first = split.first_worker(blockIdx.x);
+    merge_row<Element>(params, tile, row_in_tile, split.end_worker(blockIdx.x) - first, [&](int i) {
+      return params.workspace + int64_t(split.piece_index(first + i, blockIdx.x)) * slot_floats;
+    });
+    return;
+  }
+  merge_row<Element>(params, tile, row_in_tile, split.splits, [&](int i) {
+    return params.workspace + (int64_t(blockIdx.x) * split.splits + i) * slot_floats;
   });
 }
 

@@ -112,7 +112,7 @@ SplitCombineParams split_combine_params(ForwardArgs const& args, typename Traits
 
 // Expects validated arguments (src/api/validate.cpp) with a non-empty query side, and a
 // plain problem where kLoops has only the plain loop (find_forward_launcher() routes so).
-// With plan.pack > 1 the arguments are packed_gqa_view()'s; plan.splits > 1 needs
+// With plan.pack > 1 the arguments are packed_gqa_view()'s; plan.split() needs
 // forward_workspace_bytes(), split_kv_allowed() and the general loop.
 template <class Element, int kHeadDim, int kHeadDimV, ForwardVariant kVariant, int kLoops>
 Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan const& plan) {
@@ -144,7 +144,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   ForwardMask mask = forward_mask(args);
   mask.mask.set_pack(plan.pack);
   // Split tiles' pieces take neighbouring indices in the order of equal tiles.
-  if (plan.splits > 1) mask.causal_order = false;
+  if (plan.split()) mask.causal_order = false;
   // Sequences of different lengths: empty tiles past the shorter ones (ForwardTileScheduler).
   bool lengths_vary = !dense_equal_lengths(args);
   float softcap = args.softcap;
@@ -244,12 +244,13 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   if (plan.pack > 1 && params.plain) {
     return Status::InvalidArgument("warpflash::forward: packed GQA needs the general loop");
   }
-  if (plan.splits > 1) {
+  if (plan.split()) {
     if (params.plain || args.workspace_bytes < split_kv_workspace_bytes(args, plan, Traits::kBlockM)) {
       return Status::InvalidArgument("warpflash::forward: split-KV needs the general loop and a workspace of "
                                      "forward_workspace_bytes()");
     }
-    params.split_kv = SplitKv(plan.splits);
+    params.split_kv = plan.split_workers > 0 ? SplitKv::runs(int(params.scheduler.num_tiles()), plan.split_workers)
+                                             : SplitKv(plan.splits);
     params.split_workspace = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + kTileCounterBytes);
   }
   // Tiles of unequal cost take their tiles in dynamic order when the caller gives a
@@ -258,7 +259,8 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   // sees fewer keys: dealt statically, 132 CTAs over 128 m-blocks a head, some CTAs took
   // most of the short tiles and the SMs idled 19% of a window 4096's time, ncu).
   // (Not FP8's: its V-transposing warps walk the tiles in the static order.)
-  bool unequal_tiles = lengths_vary || mask.mask.has_left_bound();
+  // (Not split-KV's runs: a worker's two pieces are its rounds in the static order.)
+  bool unequal_tiles = (lengths_vary || mask.mask.has_left_bound()) && plan.split_workers == 0;
   if (kWarpSpecialization && !Traits::kFp8 && unequal_tiles && args.workspace != nullptr &&
       args.workspace_bytes >= kTileCounterBytes) {
     params.tile_counter = static_cast<unsigned*>(args.workspace);
@@ -288,6 +290,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   });
   if (!status.ok()) return status;
   int ctas = static_cast<int>(std::min<int64_t>(params.split_kv.num_indices(params.scheduler.num_tiles()), sm_count));
+  if (params.split_kv.workers > 0) ctas = params.split_kv.workers;  // a CTA per run
   if constexpr (Traits::kClusterM == 1) {
     params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);

@@ -91,13 +91,16 @@ struct ForwardPlan {
   // Packed GQA: the query heads of a K/V head as the rows of one tile (packed_gqa_view),
   // so that each K/V block is read once for all of them, not once per query head.
   int pack = 1;
-  // Split-KV (split_kv.h): pieces per tile.
+  // Split-KV (split_kv.h): pieces per tile (the caller's num_splits), or runs over this
+  // many CTAs (split_workers > 0, num_splits = 0).
   int splits = 1;
+  int split_workers = 0;
   // Packed GQA with several query positions: Q as the caller laid it out (the consumers
   // load its rows; data null otherwise), and one query head's stride in O.
   TensorView4d q_rows{};
   int64_t o_head_stride = 0;
-  bool plain() const { return pack == 1 && splits == 1; }
+  bool split() const { return splits > 1 || split_workers > 0; }
+  bool plain() const { return pack == 1 && !split(); }
 };
 
 // Packed GQA: several query heads per K/V head, dense queries, nothing per query head
@@ -141,25 +144,41 @@ inline bool split_kv_allowed(ForwardArgs const& args) {
          args.dtype != DType::kFloat8E4M3;
 }
 
-// The pieces per tile when the caller leaves it to us (num_splits = 0): none while the
-// tiles fill most SMs; otherwise as many as one round of CTAs takes (tiles x pieces <=
-// SMs), each piece at least kMinSplitBlocks K/V blocks long. More rounds only add pieces
-// to merge, and fewer pieces leave SMs idle: decode batch 1 kv 128k (8 tiles) took 140.6 us
-// with 15 pieces (an earlier rule's pick), 132.7 with 16, 138.8 with 33 (H200,
-// docs/perf-notes.md). `n_blocks`: the K/V blocks of the longest tile.
+// How to split when the caller leaves it to us (num_splits = 0): not while the tiles fill
+// most SMs; otherwise `splits` equal pieces per tile, as many as one round of CTAs takes
+// (tiles x pieces <= SMs), each at least kMinSplitBlocks K/V blocks long. More rounds only
+// add pieces to merge: decode batch 1 kv 128k (8 tiles) took 132.7 us with 16 pieces,
+// 138.8 with 33, 140.6 with 15 (H200, docs/perf-notes.md). Decode reads the cache at the
+// DRAM's rate from about 96 CTAs on (4.11 TB/s), not with 72 (3.45): where one piece a tile
+// is all that fits and fewer than 60% of the SMs would read, the tiles' blocks go in equal
+// runs to every SM instead (split_kv.h; batch 9 x 8 K/V heads, 72 tiles: 87.6 -> 82.1 us).
+// Not beyond: runs offset the rows that the heads read at once, and lost 6-7% at 96 and 112
+// tiles and 3-4% against 16 pieces of 8 tiles (docs/perf-notes.md). `n_blocks`: the K/V
+// blocks of the longest tile.
 constexpr int kMaxSplits = 128;
 constexpr int kMinSplitBlocks = 2;
-inline int choose_splits(int64_t tiles, int64_t n_blocks, int sm_count) {
-  if (tiles <= 0 || sm_count <= 0 || tiles * 5 >= int64_t(sm_count) * 4) return 1;
+struct SplitChoice {
+  int splits = 1;   // fixed pieces per tile
+  int workers = 0;  // or runs over this many CTAs (split_kv.h)
+};
+inline SplitChoice choose_split(int64_t tiles, int64_t n_blocks, int sm_count) {
+  if (tiles <= 0 || sm_count <= 0 || tiles * 5 >= int64_t(sm_count) * 4) return {};
   int64_t most = std::min<int64_t>(kMaxSplits, n_blocks / kMinSplitBlocks);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, sm_count / tiles)));
+  int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, sm_count / tiles)));
+  bool few_readers = splits == 1 && tiles * 2 > sm_count && tiles * 5 < int64_t(sm_count) * 3;
+  // Runs at least kMinSplitBlocks long, and workers x blocks within FastDivmod's 2^31.
+  if (few_readers && tiles * n_blocks >= int64_t(kMinSplitBlocks) * sm_count &&
+      int64_t(sm_count) * n_blocks < (int64_t(1) << 31)) {
+    return {1, sm_count};
+  }
+  return {splits, 0};
 }
 
 // Split-KV's workspace: the tile counter, then a slot per piece.
 inline size_t split_kv_workspace_bytes(ForwardArgs const& args, ForwardPlan const& plan, int block_m) {
   int64_t tiles = (args.shape.seqlen_q + block_m - 1) / block_m * args.shape.heads_q * args.shape.batch;
-  return kTileCounterBytes +
-         size_t(tiles) * size_t(plan.splits) * split_kv_slot_floats(block_m, int(args.shape.value_head_dim())) * sizeof(float);
+  int64_t pieces = plan.split_workers > 0 ? 2 * int64_t(plan.split_workers) : tiles * plan.splits;
+  return kTileCounterBytes + size_t(pieces) * split_kv_slot_floats(block_m, int(args.shape.value_head_dim())) * sizeof(float);
 }
 
 }  // namespace warpflash::kernels
