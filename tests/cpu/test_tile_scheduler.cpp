@@ -10,6 +10,7 @@
 #include "kernels/attention/split_tail.h"
 #include "kernels/attention/split_kv.h"
 #include "kernels/attention/tile_scheduler.h"
+#include "kernels/forward/config.h"
 #include "kernels/forward/problem.h"
 
 namespace warpflash::kernels {
@@ -208,6 +209,9 @@ TEST(SplitKv, ChosenOnlyWhereTilesLeaveSmsIdle) {
   // than one round: runs over all 132 SMs.
   EXPECT_EQ(workers(72, 64), 132);
   EXPECT_EQ(splits(72, 64), 1);
+  EXPECT_EQ(choose_split(72, 64, 132, /*runs=*/false).workers, 0);  // d = 192 / 192
+  EXPECT_FALSE(split_runs_compiled(192, 192));
+  EXPECT_TRUE(split_runs_compiled(192, 128));
   EXPECT_EQ(splits(50, 64), 2);  // 100 CTAs
   EXPECT_EQ(workers(50, 64), 0);
   // Pieces and runs stay at least kMinSplitBlocks blocks long.

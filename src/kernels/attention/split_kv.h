@@ -65,18 +65,23 @@ struct SplitKv {
   // split (one piece, divisor 1) the range stays. (piece + 1) * blocks and workers *
   // blocks stay below 2^31: FastDivmod's multiply-high and add stay in 32 bits
   // (kMaxSplits 128, at most 2^24 blocks; choose_split).
+  // kRuns: compiled with the runs' arithmetic (not where it spilled: kernel traits'
+  // kSplitRuns).
+  template <bool kRuns = true>
   WF_HOST_DEVICE void clip(int piece, int& n_block_begin, int& n_block_end) const {
     unsigned blocks = n_block_end > n_block_begin ? unsigned(n_block_end - n_block_begin) : 0u;
     int begin = n_block_begin;
     unsigned from = unsigned(piece), to = unsigned(piece + 1);  // in units of 1 / splits
-    if (workers > 0) {  // in units of 1 / workers of the tile
-      unsigned worker;
-      unsigned round = by_splits.divmod(unsigned(piece), worker);
-      unsigned tile = unsigned(first_tile(int(worker))) + round, tile_units = tile * unsigned(workers);
-      unsigned run_begin = worker * unsigned(tiles), run_end = run_begin + unsigned(tiles);
-      from = run_begin > tile_units ? run_begin - tile_units : 0u;
-      to = run_end - tile_units < unsigned(workers) ? run_end - tile_units : unsigned(workers);
-      if (tile >= unsigned(tiles) || run_end <= tile_units || to < from) to = from;
+    if (kRuns && workers > 0) {  // in units of 1 / workers of the tile
+      // The run starts `start` units into its first tile (worker * tiles = first_tile *
+      // workers + start) and ends `tiles` units later, past the first tile for round 1.
+      unsigned worker, start;
+      int round = int(by_splits.divmod(unsigned(piece), worker));
+      by_splits.divmod(worker * unsigned(tiles), start);
+      int end = int(start) + tiles - round * workers;
+      from = round == 0 ? start : 0u;
+      end = end < workers ? end : workers;
+      to = end > int(from) ? unsigned(end) : from;  // empty where the run ends before
     }
     n_block_begin = begin + int(by_splits.div(from * blocks));
     n_block_end = begin + int(by_splits.div(to * blocks));

@@ -116,6 +116,10 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
   return ForwardVariant::kDefault;
 }
 
+// Split-KV's runs (split_kv.h) add arithmetic to every tile's block range: d = 192 / 192's
+// consumers spilled 8 bytes with it, so their splits stay equal pieces per tile.
+constexpr bool split_runs_compiled(int head_dim, int head_dim_v) { return !(head_dim == 192 && head_dim_v == 192); }
+
 // FP8 (e4m3 Q, K, V; one variant, the general loop): 128 x 128 tiles, K, V and the V^T
 // copy in two stages each; d=256 128 x 64 (with 128 keys its consumers would hold 208
 // registers of accumulators and P, and V^T leaves no room for the O buffer).

@@ -189,7 +189,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       TileWork work = tile_work<Traits::kBlockM, Traits::kBlockN, Mask, Traits::kLeftPadding>(
           params.seq_q, params.seq_k, params.mask, tile.m_block, tile.batch);
-      if constexpr (kGeneralLoop) params.split_kv.clip(piece, work.n_block_begin, work.n_block_end);
+      if constexpr (kGeneralLoop) {
+        params.split_kv.template clip<Traits::kSplitRuns>(piece, work.n_block_begin, work.n_block_end);
+      }
       if constexpr (Traits::kSplitTail) {
         if (scheduler.split.in_tail(round)) scheduler.split.clip(blockIdx.x, round, work.n_block_begin, work.n_block_end);
       }

@@ -249,6 +249,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       return Status::InvalidArgument("warpflash::forward: split-KV needs the general loop and a workspace of "
                                      "forward_workspace_bytes()");
     }
+    if (plan.split_workers > 0 && !Traits::kSplitRuns) {
+      return Status::InvalidArgument("warpflash::forward: this kernel has no split-KV runs (split_runs_compiled)");
+    }
     params.split_kv = plan.split_workers > 0 ? SplitKv::runs(int(params.scheduler.num_tiles()), plan.split_workers)
                                              : SplitKv(plan.splits);
     params.split_workspace = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + kTileCounterBytes);

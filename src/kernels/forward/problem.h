@@ -161,13 +161,14 @@ struct SplitChoice {
   int splits = 1;   // fixed pieces per tile
   int workers = 0;  // or runs over this many CTAs (split_kv.h)
 };
-inline SplitChoice choose_split(int64_t tiles, int64_t n_blocks, int sm_count) {
+// `runs`: whether the kernel has them (split_runs_compiled).
+inline SplitChoice choose_split(int64_t tiles, int64_t n_blocks, int sm_count, bool runs = true) {
   if (tiles <= 0 || sm_count <= 0 || tiles * 5 >= int64_t(sm_count) * 4) return {};
   int64_t most = std::min<int64_t>(kMaxSplits, n_blocks / kMinSplitBlocks);
   int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most, sm_count / tiles)));
   bool few_readers = splits == 1 && tiles * 2 > sm_count && tiles * 5 < int64_t(sm_count) * 3;
   // Runs at least kMinSplitBlocks long, and workers x blocks within FastDivmod's 2^31.
-  if (few_readers && tiles * n_blocks >= int64_t(kMinSplitBlocks) * sm_count &&
+  if (runs && few_readers && tiles * n_blocks >= int64_t(kMinSplitBlocks) * sm_count &&
       int64_t(sm_count) * n_blocks < (int64_t(1) << 31)) {
     return {1, sm_count};
   }

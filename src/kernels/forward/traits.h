@@ -72,6 +72,7 @@ struct ForwardTraits {
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
   // causal 512-2k).
   static constexpr bool kRecomputeTileForEpilogue = kHeadDimV >= 192;
+  static constexpr bool kSplitRuns = split_runs_compiled(kHeadDim, kHeadDimV);
   // Where the consumers have no registers to hold Q's GMMA descriptors through the loop
   // (mainloop.h, q_operand): 12-16 K slices of Q, or wide S tiles.
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
