@@ -84,6 +84,14 @@ def cache_bytes(batch, seqlen_k, heads_kv, head_dim):
     return 2 * batch * seqlen_k * heads_kv * head_dim * 2
 
 
+def fixed_split_impls(splits, q, k_cache, v_cache, cache_seqlens, causal):
+    """warpflash's decode with each fixed num_splits of the comma-separated `splits`."""
+    from warpflash import flash_attn_with_kvcache
+    return {f"splits={n}": (lambda n=n: flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=cache_seqlens,
+                                                                causal=causal, num_splits=n))
+            for n in map(int, filter(None, splits.split(",")))}
+
+
 def measure(label, impls, kv_bytes, args, rows, kv_len=""):
     """Times impls (name -> call) interleaved, after checking each against the first."""
     # Every implementation's output against warpflash's once (and a first call: FA4 compiles).
@@ -254,9 +262,7 @@ def main():
         for batch in map(int, args.batches.split(",")):
             q, k_cache, v_cache, cache_seqlens = decode_tensors(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim)
             impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal)
-            for n in map(int, filter(None, args.splits.split(","))):
-                impls[f"splits={n}"] = (lambda n=n: flash_attn_with_kvcache(
-                    q, k_cache, v_cache, cache_seqlens=cache_seqlens, causal=causal, num_splits=n))
+            impls.update(fixed_split_impls(args.splits, q, k_cache, v_cache, cache_seqlens, causal))
             measure(f"decode q=1, batch {batch}, kv 8k ({batch * heads_kv} tiles)", impls,
                     cache_bytes(batch, seqlen_k, heads_kv, head_dim), args, rows, kv_len=seqlen_k)
         write_csv(args.csv, rows)
@@ -267,10 +273,8 @@ def main():
         impls = contiguous_impls(found, q, k_cache, v_cache, cache_seqlens, causal)
         kv_bytes = cache_bytes(batch, seqlen_k, heads_kv, head_dim)
         if args.splits:
-            splits = {"warpflash": impls["warpflash"]}
-            for n in map(int, args.splits.split(",")):
-                splits[f"splits={n}"] = (lambda n=n: flash_attn_with_kvcache(
-                    q, k_cache, v_cache, cache_seqlens=cache_seqlens, causal=causal, num_splits=n))
+            splits = {"warpflash": impls["warpflash"],
+                      **fixed_split_impls(args.splits, q, k_cache, v_cache, cache_seqlens, causal)}
             measure(f"{label}, num_splits", splits, kv_bytes, args, rows)
         else:
             measure(label, impls, kv_bytes, args, rows)

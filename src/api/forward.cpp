@@ -118,8 +118,8 @@ ForwardLaunch plan_forward(const ForwardArgs& args, bool with_workspace) {
       kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, plan);
       int64_t tiles = (shape.seqlen_q + config.block_m - 1) / config.block_m * shape.heads_q * shape.batch;
       int64_t n_blocks = (shape.seqlen_k + config.block_n - 1) / config.block_n;
-      kernels::SplitChoice choice = kernels::choose_split(
-          tiles, n_blocks, current_sm_count(), kernels::split_runs_compiled(int(shape.head_dim), int(shape.value_head_dim())));
+      bool runs = kernels::split_runs_compiled(int(shape.head_dim), int(shape.value_head_dim()));
+      kernels::SplitChoice choice = kernels::choose_split(tiles, n_blocks, current_sm_count(), runs);
       plan.splits = choice.splits;
       plan.split_workers = choice.workers;
       return plan;
