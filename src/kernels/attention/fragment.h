@@ -87,4 +87,13 @@ CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TensorA const& a, TensorB const& 
   if constexpr (kAInRegisters) warpgroup_fence_operand(const_cast<TensorA&>(a));
 }
 
+// ptxas schedules instructions within basic blocks, and there it may move a
+// warpgroup_wait above independent work (to start sooner on what needs the GEMM done).
+// A branch it cannot resolve ends the block: called with a value the caller knows to be
+// false (the branch is never taken), what precedes the call stays before a wait that
+// follows it.
+CUTE_DEVICE void end_schedule_block(bool never) {
+  if (never) asm volatile("trap;");
+}
+
 }  // namespace warpflash::kernels

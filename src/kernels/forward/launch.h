@@ -256,15 +256,14 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
                                              : SplitKv(plan.splits);
     params.split_workspace = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + kTileCounterBytes);
   }
-  // Tiles of unequal cost take their tiles in dynamic order when the caller gives a
-  // workspace (kernel.h): its first word counts the tiles taken, zeroed in stream order.
-  // Sequences of different lengths, and windows or chunks (a tile near a sequence's start
-  // sees fewer keys: dealt statically, 132 CTAs over 128 m-blocks a head, some CTAs took
-  // most of the short tiles and the SMs idled 19% of a window 4096's time, ncu).
+  // Tiles of unequal cost (problem.h) take their tiles in dynamic order when the caller
+  // gives a workspace (kernel.h): its first word counts the tiles taken, zeroed in stream
+  // order. (Windows dealt statically, 132 CTAs over 128 m-blocks a head: some CTAs took
+  // most of the short tiles and the SMs idled 19% of a window 4096's time, ncu.)
   // (Not FP8's: its V-transposing warps walk the tiles in the static order.)
   // (Not split-KV's runs: a worker's two pieces are its rounds in the static order.)
-  bool unequal_tiles = (lengths_vary || mask.mask.has_left_bound()) && plan.split_workers == 0;
-  if (kWarpSpecialization && !Traits::kFp8 && unequal_tiles && args.workspace != nullptr &&
+  bool dynamic_order = unequal_tiles(args) && plan.split_workers == 0;
+  if (kWarpSpecialization && !Traits::kFp8 && dynamic_order && args.workspace != nullptr &&
       args.workspace_bytes >= kTileCounterBytes) {
     params.tile_counter = static_cast<unsigned*>(args.workspace);
     Status cleared = check_cuda(cudaMemsetAsync(params.tile_counter, 0, sizeof(unsigned), args.stream),

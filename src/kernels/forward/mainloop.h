@@ -398,6 +398,9 @@ struct ForwardMainloop {
     // issued before O += P V of this one, and the softmax of the next block runs while
     // the PV GEMM is still on the tensor cores. Counted by the blocks left, so that a
     // kernel without masks inside the loop holds one counter, not the block and its end.
+    // kRescaleOBeforePv: the correction O still awaits (1: none).
+    cute::array<float, decltype(size<0>(acc_s_rc))::value> pending_correction;
+    pending_correction.fill(1.f);
     for (int blocks_left = n_block - n_block_begin; blocks_left > 0; --blocks_left) {
       n_block = n_block_begin + blocks_left - 1;
       read_kv_scales(n_block);
@@ -407,6 +410,7 @@ struct ForwardMainloop {
       pingpong.wait_turn();
       warpgroup_gemm</*kZeroInit=*/true>(mma_qk, q_operand(), tSrK(_, _, _, read_k.index()), acc_s);
       if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
+      if constexpr (Traits::kRescaleOBeforePv) Softmax::rescale_any(acc_o_rc, pending_correction);
       warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
       pingpong.pass_turn();
       if constexpr (!kIntraWarpgroupOverlap) warpgroup_wait<0>();
@@ -419,16 +423,23 @@ struct ForwardMainloop {
       scale_scores();
       auto correction = softmax.update(acc_s_rc);
       change_o_unit(correction);
+      // (heads_per_kv_head divides: at least 1.)
+      if constexpr (Traits::kSoftmaxBeforePvWait) end_schedule_block(params.heads_per_kv_head <= 0);
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_o);
       release_kv(pipeline_v, storage.pipeline_v, read_v);
       after_block(n_block + 1);  // its K went after the previous S, its V just now
-      Softmax::rescale_any(acc_o_rc, correction);
+      if constexpr (Traits::kRescaleOBeforePv) {
+        pending_correction = correction;
+      } else {
+        Softmax::rescale_any(acc_o_rc, correction);
+      }
       store_p();
     }
 
     PipelineState read_v = previous(read_k);  // read_k carries over to the CTA's next tile
     wait_kv(pipeline_v, read_v);
+    if constexpr (Traits::kRescaleOBeforePv) Softmax::rescale_any(acc_o_rc, pending_correction);
     pingpong.wait_turn();
     warpgroup_gemm</*kZeroInit=*/false>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), acc_o);
     pingpong.pass_turn();

@@ -54,6 +54,13 @@ inline bool dense_equal_lengths(ForwardArgs const& args) {
          args.seqused_k == nullptr && args.page_table == nullptr && args.leftpad_k == nullptr;
 }
 
+// Tiles of unequal cost: sequences of different lengths, or a window's or chunk's left
+// bound (a tile near a sequence's start sees fewer keys). They take the dynamic tile order
+// where the caller gives a workspace (launch.h); its first word is the tile counter.
+inline bool unequal_tiles(ForwardArgs const& args) {
+  return !dense_equal_lengths(args) || forward_mask(args).mask.has_left_bound();
+}
+
 // K's and V's tensors as (batch, rows): a packed side is one batch of total_k rows, a
 // paged cache num_pages pages of page_size rows, a cache indexed per sequence
 // (kv_batch_idx) kv_batch sequences.
