@@ -89,16 +89,16 @@ struct ForwardTraits {
   // Intra-warpgroup overlap needs the softmax of block n between the waits for S_n and for
   // O += P_{n-1} V: ptxas moved the second wait above the softmax (to write P_n into the
   // registers the PV GEMM still reads), serializing the two. The main loop ends ptxas's
-  // scheduling block before that wait: +1-3% at d=128, +5-7% at d=256's short tiles. Not
-  // at d=64: its three consumer warpgroups lost 6-12% (their pingpong of three overlaps
-  // enough) and its two-warpgroup short causal tiles 2-4% at 1k-2k. Nor FP8 (unmeasured).
-  // docs/perf-notes.md.
-  static constexpr bool kSoftmaxBeforePvWait = kConsumerWarpgroups == 2 && !kFp8 && kHeadDim > 64;
+  // scheduling block before that wait: +1-3% at d=128 and 192, +5-7% at d=256's short
+  // tiles. Not at d=64: its three consumer warpgroups lost 6-12% (their pingpong of three
+  // overlaps enough) and its two-warpgroup short causal tiles 2-4% at 1k-2k; nor at d=96
+  // (-3%, with the rescale below). Nor FP8 (unmeasured). docs/perf-notes.md.
+  static constexpr bool kSoftmaxBeforePvWait = kConsumerWarpgroups == 2 && !kFp8 && kHeadDim >= 128;
   // O's rescale by a block's correction (it waits for the previous PV GEMM) is done after
   // the next block's S GEMM is issued, before this block's O += P V, while that S GEMM
   // holds the tensor cores (FlashAttention-3 does so at d > 128), not between the PV GEMM's
-  // end and the next issue. With the above: d=128 +0.5-1% at 1k-8k, +5-10% at 16k's
-  // 128 x 160 tiles.
+  // end and the next issue. With the above, d=128: +0.5-1% at 1k-8k, +5% at causal 16k's
+  // 128 x 160 tiles (non-causal 16k varies 665-747 TFLOP/s between runs).
   static constexpr bool kRescaleOBeforePv = kSoftmaxBeforePvWait;
   // The K/V multicast needs the producer warpgroup (the ablation's consumer that loads
   // does not wait for the partner CTA's releases).
