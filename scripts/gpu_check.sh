@@ -16,6 +16,9 @@ echo "== SASS: tensor-core instructions and local memory in the forward kernels"
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$BUILD/bench/warpflash_bench" > "$RESULTS/sass.txt" 2>&1
   echo "HGMMA: $(grep -c HGMMA "$RESULTS/sass.txt")  local loads/stores (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$RESULTS/sass.txt")"
+  # The softmax between the waits for S and for O += P V (intra-warpgroup overlap).
+  python3 scripts/check_softmax_overlap.py "$RESULTS/sass.txt" > "$RESULTS/softmax_overlap.txt" || status=1
+  grep -E "^FAIL" "$RESULTS/softmax_overlap.txt"
 fi
 
 echo "== GPU tests"
