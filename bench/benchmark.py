@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side forward attention benchmark of the Python package, in one run on one GPU:
-warpflash (warpflash.flash_attn_func), FlashAttention-3's forward (PyPI fa3-fwd, where
-installed; named as skipped where not), PyTorch SDPA's cuDNN and flash (FA2) backends, and
+warpflash (warpflash.flash_attn_func), FlashAttention-3's forward (PyPI fa3-fwd) and
+FlashAttention-4's SM90 forward (PyPI flash-attn-4, flash_attn.cute), each where installed
+and named as skipped where not, PyTorch SDPA's cuDNN and flash (FA2) backends, and
 FlexAttention (torch.compile'd flex_attention; a causal block mask when causal). The
 features (varlen, windows, softcap, sinks) have their own benchmark: bench/features.py.
 
@@ -19,7 +20,10 @@ Before a config is timed, every implementation's output is compared with cuDNN's
 cuDNN is n/a, with a float32 reference on a slice): the run exits non-zero at the end if any
 disagrees (relative L2 >= --max-rel-l2) or warpflash fails to run. Timing as in
 bench/sdpa_baseline.py and bench/bench_forward.cpp: warm-up launches, then one CUDA-event
-pair per launch, median. Flex is compiled once per (workload, dtype, head dim, mask); with
+pair per launch, median; the implementations take turns --repeats times per config (so a
+drift of the GPU's clocks hits all alike) and each reports the median of its repeats. The
+summary gives warpflash's ratio to every peer and to the faster of FA3 and FA4 ("wf/best").
+FA4 compiles a kernel on its first call of a shape, before the timing. Flex is compiled once per (workload, dtype, head dim, mask); with
 static shapes (unless --flex-dynamic) each new seqlen recompiles. A compile that raises or
 takes longer than --flex-compile-timeout gives up on Flex for that group (n/a, with why).
 
@@ -37,11 +41,13 @@ import sys
 import time
 
 from bench_common import (HIDDEN, attention_flops, batch_for, call_sdpa, causal_values, cell, collect_rows,
-                          dtype_list, geomean, int_list, name_list, positive_int, ratio, sdpa_backend,
-                          tflops, time_ms, torch_dtype)
+                          dtype_list, flash_attention_peers, geomean, int_list, median, name_list,
+                          positive_int, ratio, sdpa_backend, tflops, time_ms, torch_dtype)
 
-IMPLS = ("warpflash", "fa3", "cudnn", "fa2", "flex")
-TITLES = {"warpflash": "warpflash", "fa3": "FA3", "cudnn": "cuDNN", "fa2": "FA2", "flex": "Flex"}
+IMPLS = ("warpflash", "fa3", "fa4", "cudnn", "fa2", "flex")
+TITLES = {"warpflash": "warpflash", "fa3": "FA3", "fa4": "FA4", "cudnn": "cuDNN", "fa2": "FA2",
+          "flex": "Flex"}
+FLASH_PEERS = ("fa3", "fa4")  # "best": the faster of these
 WORKLOADS = ("paper", "llama")
 LLAMA = dict(workload="llama3-8b", head_dim=128, heads_q=32, heads_kv=8, causal=True, batch=4,
              seqlens=(4096, 8192))
@@ -72,6 +78,9 @@ def parse_args(argv):
                    help="paper grid; default both")
     p.add_argument("--iters", type=positive_int, default=100, help="timed launches per config")
     p.add_argument("--warmup", type=positive_int, default=10, help="untimed launches before them")
+    p.add_argument("--repeats", type=positive_int, default=3,
+                   help="turns of all implementations per config; each reports the median "
+                        "(default 3)")
     p.add_argument("--csv", help="write results here (" + ",".join(CSV_COLUMNS) + ")")
     p.add_argument("--plot-dir", help="write forward_<dtype>.png of the paper grid here")
     p.add_argument("--title", default="", help="appended to the plot titles (GPU, date)")
@@ -200,14 +209,14 @@ def prepare(torch, impl, case, tensors, flex):
             return fn, fn(), ""
         except Exception as error:
             raise Unavailable(one_line(error)) from None
-    if impl == "fa3":  # FlashAttention-3's forward (PyPI fa3-fwd), where installed
-        try:
-            import fa3_fwd._C  # noqa: F401  (registers its operators)
-            import fa3_fwd_interface
-        except Exception as error:
-            raise Unavailable(f"skipped: fa3-fwd not installed ({one_line(error)})") from None
-        fn = lambda: fa3_fwd_interface.flash_attn_func(q, k, v, causal=case.causal)  # noqa: E731
-        return fn, fn(), ""
+    if impl in FLASH_PEERS:  # FlashAttention-3 / -4, where installed
+        found, missing = flash_attention_peers()
+        if impl not in found:
+            raise Unavailable(f"skipped: {missing[impl]}")
+        fn = lambda: found[impl].flash_attn_func(q, k, v, causal=case.causal)  # noqa: E731
+        out = fn()
+        out = out[0] if isinstance(out, tuple) else out  # FA4 returns (out, lse)
+        return fn, out, ""
     if impl == "flex":
         return flex.prepare(case, qt, kt, vt)
     return prepare_sdpa(torch, impl, case, qt, kt, vt)
@@ -255,25 +264,38 @@ def measure(torch, args, failures):
         ref_name, select, ref = reference(torch, case, tensors)
         flops = attention_flops(case.batch, case.heads_q, case.seqlen, case.seqlen, case.head_dim,
                                 case.causal)
+        prepared, notes = {}, {}
         for impl in args.impls:
-            ms, note = None, ""
             try:
                 fn, out, note = prepare(torch, impl, case, tensors, flex)
                 if impl != ref_name:
                     max_abs, rel_l2 = compare(select(out), ref)
-                    del out
                     if not rel_l2 < args.max_rel_l2:
                         raise Unavailable(f"DISAGREES with {ref_name}: rel L2 {rel_l2:.2e} "
                                           f"(max {args.max_rel_l2:.0e}), max abs diff {max_abs:.3e}")
                     note = f"vs {ref_name}: rel L2 {rel_l2:.1e}, max abs {max_abs:.1e}" + (
                         f"; {note}" if note else "")
+                del out
+                prepared[impl], notes[impl] = fn, note
+            except Exception as error:  # Unavailable, or a failure of its first call
+                notes[impl] = f"n/a: {error if isinstance(error, Unavailable) else one_line(error)}"
+        # The implementations take turns, so that a change of the GPU's clocks or
+        # temperature during a config falls on all of them.
+        times = {impl: [] for impl in prepared}
+        for _ in range(args.repeats):
+            for impl, fn in list(prepared.items()):
                 context = sdpa_backend(impl) if impl in ("cudnn", "fa2") else contextlib.nullcontext()
-                with context:
-                    ms = time_ms(torch, fn, args.warmup, args.iters)
-            except Exception as error:  # Unavailable, or a failure while timing
-                note = f"n/a: {error if isinstance(error, Unavailable) else one_line(error)}"
-                if impl == "warpflash" or "DISAGREES" in note:
-                    failures.append(f"{impl} {label}: {note}")
+                try:
+                    with context:
+                        times[impl].append(time_ms(torch, fn, args.warmup, args.iters))
+                except Exception as error:  # a failure while timing
+                    notes[impl] = f"n/a: {one_line(error)}"
+                    del prepared[impl], times[impl]
+        for impl in args.impls:
+            ms = median(times[impl]) if impl in times else None
+            note = notes[impl]
+            if ms is None and (impl == "warpflash" or "DISAGREES" in note):
+                failures.append(f"{impl} {label}: {note}")
             tf = tflops(flops, ms) if ms is not None else None
             print(f"{TITLES[impl]:<9} {label:<62} {cell(ms, 9, 4)} ms {cell(tf, 7, 1)} TFLOP/s"
                   + (f"  ({note})" if note else ""), flush=True)
@@ -282,9 +304,11 @@ def measure(torch, args, failures):
 
 
 def summary(rows, impls):
-    """Lines of a table: TFLOP/s per impl, ratios of warpflash to each peer, and the geometric
-    means of those ratios over the paper grid."""
+    """Lines of a table: TFLOP/s per impl, ratios of warpflash to each peer and to the faster
+    of FA3 and FA4 ("best"), and the geometric means of those ratios over the paper grid."""
     peers = [i for i in impls if i != "warpflash"] if "warpflash" in impls else []
+    flash_peers = [p for p in peers if p in FLASH_PEERS]
+    columns = peers + (["best"] if flash_peers else [])
     by_case = collections.OrderedDict()
     for row in rows:
         key = tuple(row[c] for c in ("workload", "dtype", "head_dim", "causal", "seqlen", "batch",
@@ -293,21 +317,23 @@ def summary(rows, impls):
     bar = " | " if peers else ""
     lines = [f"{'workload':<9} {'dtype':<5} {'hdim':>4} {'causal':>6} {'seqlen':>6} {'batch':>5} "
              f"{'hq/hkv':>6} | " + " ".join(f"{TITLES[i]:>9}" for i in impls) + bar
-             + " ".join(f"{'wf/' + TITLES[p]:>9}" for p in peers)]
-    paper_ratios = {p: [] for p in peers}
+             + " ".join(f"{'wf/' + TITLES.get(c, c):>9}" for c in columns)]
+    paper_ratios = {c: [] for c in columns}
     for key, tf in by_case.items():
         workload, dtype, head_dim, causal, seqlen, batch, hq, hkv = key
-        ratios = [ratio(tf.get("warpflash"), tf.get(p)) for p in peers]
-        for p, r in zip(peers, ratios):
+        best = max((tf[p] for p in flash_peers if tf.get(p) is not None), default=None)
+        ratios = [ratio(tf.get("warpflash"), best if c == "best" else tf.get(c)) for c in columns]
+        for c, r in zip(columns, ratios):
             if r is not None and workload == "paper":
-                paper_ratios[p].append(r)
+                paper_ratios[c].append(r)
         lines.append(f"{workload:<9} {dtype:<5} {head_dim:>4} {causal:>6} {seqlen:>6} {batch:>5} "
                      f"{f'{hq}/{hkv}':>6} | " + " ".join(cell(tf.get(i), 9, 1) for i in impls)
                      + bar + " ".join(cell(r, 9, 3) for r in ratios))
-    for p in peers:
-        g = geomean(paper_ratios[p])
-        lines.append(f"geomean warpflash/{TITLES[p]} over the paper grid: "
-                     + (f"{g:.3f} ({len(paper_ratios[p])} configs)" if g else "n/a"))
+    for c in columns:
+        g = geomean(paper_ratios[c])
+        name = "the faster of " + " and ".join(TITLES[p] for p in flash_peers) if c == "best" else TITLES[c]
+        lines.append(f"geomean warpflash/{name} over the paper grid: "
+                     + (f"{g:.3f} ({len(paper_ratios[c])} configs)" if g else "n/a"))
     return lines
 
 
