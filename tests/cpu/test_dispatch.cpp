@@ -238,7 +238,11 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(64, false, 129, 8192), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(64, false, 512, 16384), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(128, true, 512, 512), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_variant(128, false, 512, 8191), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 512, 4095), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, false, 512, 4096), ForwardVariant::kLongClustered);
+  EXPECT_EQ(forward_variant(128, false, 384, 4096), ForwardVariant::kDefault);  // 3 m-blocks: no pair
+  EXPECT_EQ(forward_variant(128, true, 4096, 4096), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(128, true, 8192, 8192), ForwardVariant::kLong);
   EXPECT_EQ(forward_variant(128, false, 100, 8192), ForwardVariant::kLong);  // one m-block: no pair
   EXPECT_EQ(forward_variant(128, false, 200, 8192), ForwardVariant::kLongClustered);
   EXPECT_EQ(forward_variant(128, false, 16384, 16384), ForwardVariant::kLongClustered);
@@ -255,7 +259,9 @@ TEST(TileConfig, VariantsByHeadDimAndLength) {
   EXPECT_EQ(forward_variant(256, false, 2048, 512), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 512, 1024), ForwardVariant::kShort);
   EXPECT_EQ(forward_variant(256, false, 512, 1025), ForwardVariant::kDefault);
-  EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kDefault);
+  EXPECT_EQ(forward_variant(256, true, 2048, 2049), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, true, 8192, 8192), ForwardVariant::kShort);
+  EXPECT_EQ(forward_variant(256, true, 8192, 8193), ForwardVariant::kDefault);
   EXPECT_EQ(forward_variant(96, false, 16384, 16384), ForwardVariant::kDefault);   // no clustered d=96
   EXPECT_EQ(forward_variant(192, false, 16384, 16384), ForwardVariant::kDefault);  // nor d=192
   EXPECT_EQ(forward_variant(192, true, 512, 512), ForwardVariant::kDefault);

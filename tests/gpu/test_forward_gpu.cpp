@@ -63,8 +63,8 @@ const Shape kShapes[] = {
     // The last round split along the keys (split_tail.h): 80 cluster units on 66 clusters
     // above (14 in the tail), here 12 units on all 66 clusters; and the first unsplit.
     {1, 700, 9000, 4, 2, false},   {2, 1200, 8250, 8, 2, false, /*workspace=*/false},
-    // d=256's default kernel (more than 1k keys, 2k causal; 128 x 80 tiles): several tiles
-    // per CTA, a partial last K/V block, and causal tiles that see no key.
+    // d=256's default kernel (more than 1k keys, 8k causal; 128 x 80 tiles): several tiles
+    // per CTA and a partial last K/V block; causal, the short kernel's tiles that see no key.
     {1, 2500, 2100, 8, 2, false},
 };
 

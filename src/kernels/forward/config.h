@@ -68,15 +68,15 @@ struct ForwardTileConfig {
 //   skip the GEMMs of a warpgroup without rows (kernel.h).
 // - kLong, d=128 with at least 8k keys: 128 x 160 tiles (one Q buffer, so that the K/V
 //   ring and the O buffer fit); +2-9% at 8k-16k, -7-14% below 4k.
-// - kShort, d=256 with at most 1k keys (2k causal): 128 x 64 tiles, O leaving through the
+// - kShort, d=256 with at most 1k keys (8k causal): 128 x 64 tiles, O leaving through the
 //   Q buffer (TMA-store epilogue; no room for an O buffer of its own). Over 128 x 80 (O
 //   stored from registers) +15% at 512 and +2% at 1k, +25% / +12% at causal 512 / 1k,
-//   +4% at causal 2k; over 128 x 48 with an O buffer +2% at 512 and +4% at causal 2k,
-//   -2.5% at causal 512.
-// - kLongClustered, d=128 without a causal mask, at least 8k keys and an even number of
+//   +4% at causal 2k, +3.5% at causal 4k and 8k, within +-1% at causal 16k; over
+//   128 x 48 with an O buffer +2% at 512 and +4% at causal 2k, -2.5% at causal 512.
+// - kLongClustered, d=128 without a causal mask, at least 4k keys and an even number of
 //   128-row m-blocks (a cluster computes two neighbouring ones): the long tiles (128 x 160)
 //   in clusters of two CTAs that multicast each K/V block, halving what L2 serves; +2% at
-//   16k; clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up. (d=256's, +3.5% at
+//   16k, +1.7% at 4k; clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up. (d=256's, +3.5% at
 //   16k non-causal, made room in the kernel budget for the FP8 kernels: docs/perf-notes.md.)
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
 constexpr const char* forward_variant_name(ForwardVariant variant) {
@@ -91,12 +91,13 @@ enum ForwardLoops { kPlainLoop = 1, kGeneralLoop = 2, kBothLoops = 3 };
 constexpr int kShortCausalMaxSeqlen = 2048;
 constexpr int kShortMaxRowsD64 = 128;
 constexpr int kLongMinSeqlenK = 8192;
+constexpr int kClusteredMinSeqlenK = 4096;  // causal 4k lost 2% with the (unclustered) long tiles
 // d=128's long tiles also need rows that see this many keys: a sliding window or chunk
 // spanning fewer runs the default tiles (H200, causal 16k, windows 128 / 1024 / 2048:
 // +23% / +5% / +1%; at 4096 the long tiles are 2% faster; docs/perf-notes.md).
 constexpr int kLongMinKeySpan = 4096;
 constexpr int kShortMaxSeqlenK = 1024;
-constexpr int kShortMaxSeqlenKCausal = 2048;
+constexpr int kShortMaxSeqlenKCausal = 8192;
 constexpr int kClusteredBlockM = 128;
 // uniform_tiles: dense equal-length sequences and no mask (problem.h), the only problems
 // the clustered kernels take; for varlen the lengths are the longest sequences'.
@@ -108,7 +109,7 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
     return ForwardVariant::kShortCausal;
   }
   bool even_m_blocks = (seqlen_q + kClusteredBlockM - 1) / kClusteredBlockM % 2 == 0;
-  if (head_dim == 128 && !causal && uniform_tiles && seqlen_k >= kLongMinSeqlenK && even_m_blocks) {
+  if (head_dim == 128 && !causal && uniform_tiles && seqlen_k >= kClusteredMinSeqlenK && even_m_blocks) {
     return ForwardVariant::kLongClustered;
   }
   if (head_dim == 128 && seqlen_k >= kLongMinSeqlenK && key_span >= kLongMinKeySpan) return ForwardVariant::kLong;
