@@ -23,8 +23,9 @@ bench/sdpa_baseline.py and bench/bench_forward.cpp: warm-up launches, then one C
 pair per launch, median; the implementations take turns --repeats times per config (so a
 drift of the GPU's clocks hits all alike) and each reports the median of its repeats. The
 summary gives warpflash's ratio to every peer and to the faster of FA3 and FA4 ("wf/best").
-FA4 compiles a kernel on its first call of a shape, before the timing. Flex is compiled once per (workload, dtype, head dim, mask); with
-static shapes (unless --flex-dynamic) each new seqlen recompiles. A compile that raises or
+FA4 compiles a kernel on its first call of a shape, before the timing. Flex is compiled
+once per (workload, dtype, head dim, mask); with static shapes (unless --flex-dynamic) each
+new seqlen recompiles. A compile that raises or
 takes longer than --flex-compile-timeout gives up on Flex for that group (n/a, with why).
 
     python3 bench/benchmark.py --csv bench-results/python.csv --plot-dir bench-results/plots

@@ -34,7 +34,8 @@ def parse_points(text):
         name, _, fields = item.partition("=")
         values = [int(x) for x in fields.split(",")]
         if len(values) != 6:
-            raise argparse.ArgumentTypeError(f"point '{item}': expected name=batch,seqlen,heads_q,heads_kv,head_dim,causal")
+            raise argparse.ArgumentTypeError(
+                f"point '{item}': expected name=batch,seqlen,heads_q,heads_kv,head_dim,causal")
         points.append((name, *values[:5], bool(values[5])))
     return points
 

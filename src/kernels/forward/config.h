@@ -76,8 +76,9 @@ struct ForwardTileConfig {
 // - kLongClustered, d=128 without a causal mask, at least 4k keys and an even number of
 //   128-row m-blocks (a cluster computes two neighbouring ones): the long tiles (128 x 160)
 //   in clusters of two CTAs that multicast each K/V block, halving what L2 serves; +2% at
-//   16k, +1.7% at 4k; clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up. (d=256's, +3.5% at
-//   16k non-causal, made room in the kernel budget for the FP8 kernels: docs/perf-notes.md.)
+//   16k, +1.7% at 4k; clustered 128 x 128 tiles lost 1% at 1k-2k, where L2 keeps up.
+//   (d=256's, +3.5% at 16k non-causal, made room in the kernel budget for the FP8
+//   kernels: docs/perf-notes.md.)
 enum class ForwardVariant { kDefault, kShortCausal, kLong, kShort, kLongClustered };
 constexpr const char* forward_variant_name(ForwardVariant variant) {
   constexpr const char* kNames[] = {"default", "short causal", "long", "short", "long clustered"};
