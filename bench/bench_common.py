@@ -6,6 +6,7 @@ the functions that need torch take the module as an argument.
 """
 import argparse
 import csv
+import functools
 import math
 import warnings
 
@@ -145,9 +146,11 @@ def collect_rows(rows, out, columns, to_csv):
 dtype_list = name_list(DTYPE_NAMES, "dtype")
 
 
+@functools.lru_cache(maxsize=None)
 def flash_attention_peers():
     """The FlashAttention peers that import: ({"fa3": fa3-fwd's interface module, "fa4":
-    flash-attn-4's cute interface}, {name: why it is missing})."""
+    flash-attn-4's cute interface}, {name: why it is missing}). Tried once per process
+    (benchmark.py asks for every configuration)."""
     found, missing = {}, {}
     try:
         import fa3_fwd._C  # noqa: F401  (registers its operators)
