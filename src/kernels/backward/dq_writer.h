@@ -50,7 +50,8 @@ template <class Traits>
 CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
                                  AttentionMask const& mask, int n_block, int batch, int first_head, int group,
                                  int m_begin, int m_end) {
-  using PartTile = Shape<typename Traits::BlockM, Int<Traits::kDqColumns>>;
+  using PartTile = Shape<Int<Traits::kDqRows>, Int<Traits::kDqColumns>>;
+  constexpr int kPartsPerRowTile = Traits::kBlockM / Traits::kDqRows;
   BackwardWorkspace const& w = params.workspace;
   Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
   auto tma_dq = params.tma_dq.get_slice(_0{});
@@ -78,7 +79,10 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
           Tensor sPart = make_tensor(
               make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQPart>),
               typename Traits::SmemLayoutDQPart{});
-          Tensor gPart = local_tile(mDQ, PartTile{}, make_coord(row_tile, Traits::kDqSplitKeys ? 0 : half));
+          // A warpgroup's rows (kDqSplitRows), its columns, or (kDqSplitKeys) the whole tile.
+          Tensor gPart = local_tile(mDQ, PartTile{},
+                                    make_coord(row_tile * kPartsPerRowTile + (Traits::kDqSplitRows ? half : 0),
+                                               Traits::kDqSplitKeys || Traits::kDqSplitRows ? 0 : half));
           copy(params.tma_dq, tma_dq.partition_S(sPart), tma_dq.partition_D(gPart));
           tma_store_arrive();
           bool last = half == Traits::kConsumerWarpgroups - 1;

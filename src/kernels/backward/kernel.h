@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   int dq_chunk_xor = (dq_lane % 4 / 2) ^ (dq_lane / 4);
   auto dq_offset = [&](int i) {
     int column_group = i / 4;  // 8 columns each
-    return column_group / 4 * (Traits::kBlockM * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
+    return column_group / 4 * (Traits::kDqRows * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
   };
   // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
   // rows first) with transposing matrix stores: value i holds key 16 warp + lane / 4 +
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // adds 16 queries, 1024 elements. A warpgroup's keys (narrow: 64 wg + ..., the second
   // column of atoms) or queries (wide: 32 wg + ..., four rows of atoms further) start at
   // kDsWarpgroupOffset; the wide form writes P^T into P the same way.
-  static_assert(Traits::kBlockM == 64 && Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128),
+  static_assert((Traits::kBlockM == 64 || !Traits::kSplitHeadDim) && Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128),
                 "the dS addressing below");
   constexpr int kDsWarpgroupOffset = Traits::kSplitHeadDim ? Traits::kBlockM / 2 * 64 : Traits::kBlockM * 64;
   constexpr int kDsStores = Traits::ScoreColumns::value / 16;

@@ -31,30 +31,35 @@ struct BackwardTraits {
   static constexpr int kBlockM = backward_block_m(kHeadDim);  // query rows per step
   static constexpr int kBlockN = backward_block_n(kHeadDim);  // keys per CTA
   static constexpr int kConsumerWarpgroups = 2;
-  // dQ leaves in one part per consumer warpgroup: its half of dQ's columns, or at d = 96
+  // dQ leaves in one part per consumer warpgroup: its half of dQ's columns; or at d = 96
   // (whose 48-column halves would cut K^T's 32-column swizzle atoms) all of dQ from the
-  // warpgroup's own keys, the two parts added into the same rows.
+  // warpgroup's own keys, the two parts added into the same rows; or with 128-query tiles
+  // (d = 64) its half of the rows, all columns (FlashAttention-3's AtomLayoutMdQ = 2: a
+  // 64 x 64 GEMM each rather than 128 x 32).
   static constexpr bool kDqSplitKeys = kHeadDim % 64 != 0;
-  static constexpr int kDqColumns = kDqSplitKeys ? kHeadDim : kHeadDim / 2;
+  static constexpr bool kDqSplitRows = kBlockM == 128;
+  static constexpr int kDqRows = kDqSplitRows ? kBlockM / 2 : kBlockM;
+  static constexpr int kDqColumns = kDqSplitKeys || kDqSplitRows ? kHeadDim : kHeadDim / 2;
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
   // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
   // releases as soon as their GEMMs are done.
   static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
                                          (kSplitHeadDim ? 2 : 1) * kBlockM * kBlockN * int(sizeof(Element)) +
-                                         kConsumerWarpgroups * kBlockM * kDqColumns * int(sizeof(float));
+                                         kConsumerWarpgroups * kDqRows * kDqColumns * int(sizeof(float));
   static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
   static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
   // As the forward's: producer + 2 x consumer <= 504 (168 a thread at launch for 384
-  // threads). A consumer holds dK and dV (64 + 64 registers at d = 128), S^T and dP^T
-  // (32 + 32); at d = 64 it needs far fewer, and the producer's loader and dQ writer get
-  // room to keep their loop state (at 24 some of it went to the stack).
-  static constexpr int kProducerRegisters = kHeadDim <= 64 ? 56 : 24;
-  static constexpr int kConsumerRegisters = kHeadDim <= 64 ? 224 : 240;
+  // threads). A consumer holds dK and dV (64 + 64 registers at d = 128, 32 + 32 at d = 64),
+  // S^T and dP^T (32 + 32; 64 + 64 with d = 64's 128-query tiles).
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
-  static_assert(kBlockM == 64, "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M");
+  static_assert(kBlockM == 64 || (kBlockM == 128 && !kSplitHeadDim && !kDqSplitKeys),
+                "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M (one 64-row atom a "
+                "warpgroup)");
   static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "dQ's parts are whole 32-column swizzle atoms");
   static_assert(!(kDqSplitKeys && kSplitHeadDim), "the wide form splits dQ by columns");
   static_assert(!kSplitHeadDim || (kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kBlockN == 64),
@@ -93,15 +98,15 @@ struct BackwardTraits {
   using TiledMmaDV = decltype(make_tiled_mma(DkDvAtom<kHeadDimV>{}, DkDvWarpgroups{}));
   using TiledMmaDK = decltype(make_tiled_mma(DkDvAtom<kHeadDim>{}, DkDvWarpgroups{}));
   // dQ = dS K: a contraction over all kBlockN keys, so dS goes through shared memory; the
-  // warpgroups split dQ's columns, or (kDqSplitKeys) each computes all of dQ from its own
-  // keys and the writer adds both parts.
+  // warpgroups split dQ's columns, or its rows (kDqSplitRows), or (kDqSplitKeys) each
+  // computes all of dQ from its own keys and the writer adds both parts.
   using TiledMmaDQ = std::conditional_t<
       kDqSplitKeys,
       decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, HeadDim, Int<kBlockN / 2>>,
                                                    GMMA::Major::K, GMMA::Major::MN>())),
-      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim / 2>, BlockN>,
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDqColumns>, BlockN>,
                                                    GMMA::Major::K, GMMA::Major::MN>(),
-                              ColumnWarpgroups{}))>;
+                              std::conditional_t<kDqSplitRows, KeyWarpgroups, ColumnWarpgroups>{}))>;
 
   // Row tiles of Q, K (kDim = d) and dO, V (d_v). In the wide form each warpgroup reads half
   // of a row's columns (Q^T, K^T and dO^T as MN-major B), which must start at a swizzle atom:
@@ -129,11 +134,11 @@ struct BackwardTraits {
   using SmemLayoutDSt =
       decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
-  // Each consumer warpgroup's part of dQ in fp32 (kDqColumns wide), for the TMA reduce-add
-  // into the workspace's accumulator (128-byte swizzle: the fragment's 8-byte stores are
-  // conflict-free); the parts follow each other.
+  // Each consumer warpgroup's part of dQ in fp32 (kDqRows x kDqColumns), for the TMA
+  // reduce-add into the workspace's accumulator (128-byte swizzle: the fragment's 8-byte
+  // stores are conflict-free); the parts follow each other.
   using SmemLayoutDQPart =
-      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BlockM, Int<kDqColumns>>{}));
+      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<Int<kDqRows>, Int<kDqColumns>>{}));
 
   using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
 
