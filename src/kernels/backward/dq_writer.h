@@ -36,7 +36,8 @@ constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThr
 
 // Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
 // accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the
-// columns, or with kDqSplitKeys all of them from its keys), in the order the consumers
+// columns, or with kDqSplitRows its 64 rows, or with kDqSplitKeys all of the tile from its
+// keys), in the order the consumers
 // compute them (FlashAttention-3's dQ writer; no atomics in the consumers' loop). The last
 // tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each

@@ -200,8 +200,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor tDPrDO = thr_dp.partition_fragment_B(sDO);
   Tensor tDVrDOt = thr_dv.partition_fragment_B(sDOt);
   Tensor tDKrQt = thr_dk.partition_fragment_B(sQt);
-  // dS and K^T: all keys and this warpgroup's columns of dQ, or (kDqSplitKeys) this
-  // warpgroup's keys and all columns.
+  // dS and K^T: all keys and this warpgroup's columns of dQ, or (kDqSplitRows) this
+  // warpgroup's 64 query rows of dS and all of K^T, or (kDqSplitKeys) this warpgroup's keys
+  // and all columns.
   auto [tDQrDS, tDQrKt] = [&] {
     if constexpr (Traits::kDqSplitKeys) {
       using Keys = Int<Traits::kBlockN / Traits::kConsumerWarpgroups>;
