@@ -37,9 +37,8 @@ constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThr
 // Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
 // accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the
 // columns, or with kDqSplitRows its 64 rows, or with kDqSplitKeys all of the tile from its
-// keys), in the order the consumers
-// compute them (FlashAttention-3's dQ writer; no atomics in the consumers' loop). The last
-// tile's buffer is not handed back: nobody waits for it.
+// keys), in the order the consumers compute them (FlashAttention-3's dQ writer; no atomics
+// in the consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each
 // once the tile's semaphore counts the ones after it, and count themselves once their
 // additions have completed. The CTAs of higher blocks start first (the kernel reverses the

@@ -249,8 +249,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // adds 16 queries, 1024 elements. A warpgroup's keys (narrow: 64 wg + ..., the second
   // column of atoms) or queries (wide: 32 wg + ..., four rows of atoms further) start at
   // kDsWarpgroupOffset; the wide form writes P^T into P the same way.
-  static_assert((Traits::kBlockM == 64 || !Traits::kSplitHeadDim) && Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128),
-                "the dS addressing below");
+  static_assert(Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128), "the dS addressing below");
   constexpr int kDsWarpgroupOffset = Traits::kSplitHeadDim ? Traits::kBlockM / 2 * 64 : Traits::kBlockM * 64;
   constexpr int kDsStores = Traits::ScoreColumns::value / 16;
   int ds_matrix = dq_lane / 8, ds_row = dq_lane % 8;
