@@ -5,9 +5,11 @@ namespace warpflash::kernels {
 
 // Query rows per tile of the main backward kernel, which the pre- and postprocess and the
 // workspace's padding follow: FlashAttention-3's tiles (docs/backward-plan.md), 64 x 128 at
-// d = 96 and 128, and 128 x 128 at d = 64, where 64 queries made every GEMM short (N = 64,
-// dQ's N = 32) and each tile's fixed costs (barriers, the dQ handoff) weigh twice as much.
-constexpr int backward_block_m(int head_dim) { return head_dim == 64 ? 128 : 64; }
+// d = 96, 80 x 128 at d = 128 and 128 x 128 at d = 64, where 64 queries made every GEMM
+// short (N = 64, dQ's N = 32) and each tile's fixed costs (barriers, the dQ handoff) weigh
+// twice as much. 80 rows are not a multiple of a warpgroup's 64-row WGMMA: d = 128 computes
+// dQ transposed (traits.h's kDqTransposed).
+constexpr int backward_block_m(int head_dim) { return head_dim == 64 ? 128 : head_dim == 128 ? 80 : 64; }
 
 // Up to d = 128 each consumer warpgroup owns half of a 128-key block, with its dK and dV
 // in registers ((d + d_v) / 2 a thread). Wider heads do not fit that: 64 x 64 tiles

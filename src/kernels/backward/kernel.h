@@ -45,6 +45,9 @@ CUTE_DEVICE void store_matrix_x4_transposed(uint32_t address, uint32_t const (&p
                "r"(pairs[0]), "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
                : "memory");
 }
+CUTE_DEVICE void store_shared(uint32_t address, float x) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(address), "f"(x) : "memory");
+}
 CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
 }
@@ -200,11 +203,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor tDPrDO = thr_dp.partition_fragment_B(sDO);
   Tensor tDVrDOt = thr_dv.partition_fragment_B(sDOt);
   Tensor tDKrQt = thr_dk.partition_fragment_B(sQt);
-  // dS and K^T: all keys and this warpgroup's columns of dQ, or (kDqSplitRows) this
-  // warpgroup's 64 query rows of dS and all of K^T, or (kDqSplitKeys) this warpgroup's keys
-  // and all columns.
-  auto [tDQrDS, tDQrKt] = [&] {
-    if constexpr (Traits::kDqSplitKeys) {
+  // The dQ GEMM's A and B: dS and K^T, all keys and this warpgroup's columns of dQ, or
+  // (kDqSplitRows) this warpgroup's 64 query rows of dS and all of K^T, or (kDqSplitKeys)
+  // this warpgroup's keys and all columns; or (kDqTransposed) K^T, this warpgroup's 64
+  // head-dim rows, and all of dS.
+  auto [tDQrA, tDQrB] = [&] {
+    if constexpr (Traits::kDqTransposed) {
+      return cute::make_tuple(thr_dq.partition_fragment_A(sKt), thr_dq.partition_fragment_B(sDS));
+    } else if constexpr (Traits::kDqSplitKeys) {
       using Keys = Int<Traits::kBlockN / Traits::kConsumerWarpgroups>;
       int warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
       return cute::make_tuple(
@@ -240,6 +246,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     int column_group = i / 4;  // 8 columns each
     return column_group / 4 * (Traits::kDqRows * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
   };
+  // kDqTransposed: value i of dQ^T is column c = 16 warp + lane / 4 + 8 (i / 2 % 2) of the
+  // part and query q = 8 (i / 4) + 2 (lane % 4) + i % 2, so a pair is two rows: 4-byte
+  // stores. Its 16-byte chunk within the 32-column atom, (c % 32) / 4 = 4 (warp % 2) +
+  // 2 (i / 2 % 2) + lane / 16, is XORed with q % 8 = 2 (lane % 4) + i % 2; the thread's
+  // share of both is dq_t_chunk (conflict-free: the 32 lanes reach 8 chunks x 4 banks).
+  uint32_t dq_t_base = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
+                                                   consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQPart> +
+                                                   dq_warp / 2 * (Traits::kDqRows * 32) + dq_lane % 4 * 2 * 32 +
+                                                   dq_lane / 4 % 4);
+  int dq_t_chunk = (dq_warp % 2 * 4 + dq_lane / 16) ^ (dq_lane % 4 * 2);
+  auto dq_t_offset = [&](int i) { return i / 4 * 256 + i % 2 * 32 + (dq_t_chunk ^ (i / 2 % 2 * 2 + i % 2)) * 4; };
   // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
   // rows first) with transposing matrix stores: value i holds key 16 warp + lane / 4 +
   // 8 (i / 2 % 2) of the warpgroup's keys and query 8 (i / 4) + 2 (lane % 4) + i % 2 of its
@@ -274,9 +291,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // has read this warpgroup's previous tile.
   auto hand_off_dq = [&](auto const& acc_dq) {
     if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
-      store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
+    if constexpr (Traits::kDqTransposed) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dq); ++i) store_shared(dq_t_base + dq_t_offset(i) * sizeof(float), acc_dq(i));
+    } else {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
+        store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
+      }
     }
     cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
     cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
@@ -346,7 +368,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
         apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s, acc_dp);
       }
-      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<typename Traits::BlockM, typename Traits::HeadDim>{});
+      auto dq_shape = [] {
+        if constexpr (Traits::kDqTransposed) {
+          return Shape<typename Traits::HeadDim, typename Traits::BlockM>{};
+        } else {
+          return Shape<typename Traits::BlockM, typename Traits::HeadDim>{};
+        }
+      };
+      Tensor acc_dq = partition_fragment_C(mma_dq, dq_shape());
       if constexpr (!Traits::kSplitHeadDim) {
         // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
         Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
@@ -367,7 +396,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         store_transposed(ds_base, ds_t);
         cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
-        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrA, tDQrB, acc_dq);
         warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
         warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
         warpgroup_fence_operand(acc_dq);
@@ -389,7 +418,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
         warpgroup_gemm</*kZeroInit=*/false>(mma_dk, tDKrDSt, tDKrQt(_, _, _, stage), acc_dk);
         warpgroup_gemm</*kZeroInit=*/false>(mma_dv, tDVrPt, tDVrDOt(_, _, _, stage), acc_dv);
-        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrDS, tDQrKt, acc_dq);
+        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrA, tDQrB, acc_dq);
         warpgroup_wait<2>();  // dK: Q is read
         pipeline_q.consumer_release(read);
         warpgroup_wait<1>();  // dV: dO is read

@@ -38,6 +38,10 @@ struct BackwardTraits {
   // 64 x 64 GEMM each rather than 128 x 32).
   static constexpr bool kDqSplitKeys = kHeadDim % 64 != 0;
   static constexpr bool kDqSplitRows = kBlockM == 128;
+  // With 80-query tiles (d = 128) dQ's rows are no multiple of a warpgroup's 64-row WGMMA:
+  // the warpgroups compute dQ^T = K^T dS^T, each 64 of its head-dim rows by all 80 queries
+  // (FlashAttention-3's dQ_swapAB), and store it back into (query, column) parts.
+  static constexpr bool kDqTransposed = kBlockM % 64 != 0;
   static constexpr int kDqRows = kDqSplitRows ? kBlockM / 2 : kBlockM;
   static constexpr int kDqColumns = kDqSplitKeys || kDqSplitRows ? kHeadDim : kHeadDim / 2;
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
@@ -57,9 +61,9 @@ struct BackwardTraits {
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
-  static_assert(kBlockM == 64 || (kBlockM == 128 && !kSplitHeadDim && !kDqSplitKeys),
+  static_assert(kBlockM == 64 || ((kBlockM == 128 || kBlockM == 80) && !kSplitHeadDim && !kDqSplitKeys),
                 "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M (one 64-row atom a "
-                "warpgroup)");
+                "warpgroup) or, transposed, as its N");
   static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "dQ's parts are whole 32-column swizzle atoms");
   static_assert(!(kDqSplitKeys && kSplitHeadDim), "the wide form splits dQ by columns");
   static_assert(!kSplitHeadDim || (kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kBlockN == 64),
@@ -99,14 +103,22 @@ struct BackwardTraits {
   using TiledMmaDK = decltype(make_tiled_mma(DkDvAtom<kHeadDim>{}, DkDvWarpgroups{}));
   // dQ = dS K: a contraction over all kBlockN keys, so dS goes through shared memory; the
   // warpgroups split dQ's columns, or its rows (kDqSplitRows), or (kDqSplitKeys) each
-  // computes all of dQ from its own keys and the writer adds both parts.
+  // computes all of dQ from its own keys and the writer adds both parts; kDqTransposed:
+  // dQ^T = K^T dS^T (K^T the MN-major A, dS the K-major B), the warpgroups stacked along
+  // the head dim.
   using TiledMmaDQ = std::conditional_t<
-      kDqSplitKeys,
-      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, HeadDim, Int<kBlockN / 2>>,
-                                                   GMMA::Major::K, GMMA::Major::MN>())),
-      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDqColumns>, BlockN>,
-                                                   GMMA::Major::K, GMMA::Major::MN>(),
-                              std::conditional_t<kDqSplitRows, KeyWarpgroups, ColumnWarpgroups>{}))>;
+      kDqTransposed,
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, BlockM, BlockN>,
+                                                   GMMA::Major::MN, GMMA::Major::K>(),
+                              KeyWarpgroups{})),
+      std::conditional_t<
+          kDqSplitKeys,
+          decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float,
+                                                       Shape<_64, HeadDim, Int<kBlockN / 2>>, GMMA::Major::K,
+                                                       GMMA::Major::MN>())),
+          decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDqColumns>, BlockN>,
+                                                       GMMA::Major::K, GMMA::Major::MN>(),
+                                  std::conditional_t<kDqSplitRows, KeyWarpgroups, ColumnWarpgroups>{}))>>;
 
   // Row tiles of Q, K (kDim = d) and dO, V (d_v). In the wide form each warpgroup reads half
   // of a row's columns (Q^T, K^T and dO^T as MN-major B), which must start at a swizzle atom:
@@ -121,8 +133,8 @@ struct BackwardTraits {
   // dS as (queries, keys), keys contiguous: the dQ GEMM's K-major A.
   using SmemLayoutDS = decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<BlockM, BlockN>{}));
   // Transposed views of the same bytes: Q^T and dO^T (head dim, queries, stage) as the dK
-  // and dV GEMMs' B, K^T (head dim, keys) as the dQ GEMM's B (the consumers write dS^T
-  // into dS at addresses spelled out in kernel.h).
+  // and dV GEMMs' B, K^T (head dim, keys) as the dQ GEMM's B (kDqTransposed: its A) (the
+  // consumers write dS^T into dS at addresses spelled out in kernel.h).
   using SmemLayoutQt = decltype(composition(SmemLayoutQ{},
                                             make_ordered_layout(Shape<HeadDim, BlockM, Stages>{}, Step<_2, _1, _3>{})));
   using SmemLayoutDOt = decltype(composition(
