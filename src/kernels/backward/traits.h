@@ -57,7 +57,7 @@ struct BackwardTraits {
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
   // As the forward's: producer + 2 x consumer <= 504 (168 a thread at launch for 384
   // threads). A consumer holds dK and dV (64 + 64 registers at d = 128, 32 + 32 at d = 64),
-  // S^T and dP^T (32 + 32; 64 + 64 with d = 64's 128-query tiles).
+  // S^T and dP^T (32 + 32; 40 + 40 with d = 128's 80-query tiles, 64 + 64 with d = 64's 128).
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
   static_assert(kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters <= 504, "the register file");
