@@ -1,5 +1,6 @@
 // Every rejection of forward()'s validation: it names the argument, the value and what is
 // allowed, and never needs a GPU.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -27,10 +28,8 @@ ForwardArgs valid_args(int64_t head_dim = 0) {
 }
 
 bool compiled_for_fp8(int64_t head_dim) {
-  for (int compiled : compiled_head_dims(DType::kFloat8E4M3)) {
-    if (compiled == head_dim) return true;
-  }
-  return false;
+  std::vector<int> dims = compiled_head_dims(DType::kFloat8E4M3);
+  return std::find(dims.begin(), dims.end(), head_dim) != dims.end();
 }
 
 void expect_error(const ForwardArgs& args, StatusCode code, const std::vector<std::string>& fragments) {

@@ -368,14 +368,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
         apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s, acc_dp);
       }
-      auto dq_shape = [] {
-        if constexpr (Traits::kDqTransposed) {
-          return Shape<typename Traits::HeadDim, typename Traits::BlockM>{};
-        } else {
-          return Shape<typename Traits::BlockM, typename Traits::HeadDim>{};
-        }
-      };
-      Tensor acc_dq = partition_fragment_C(mma_dq, dq_shape());
+      Tensor acc_dq = partition_fragment_C(mma_dq, typename Traits::DqTile{});
       if constexpr (!Traits::kSplitHeadDim) {
         // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
         Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));

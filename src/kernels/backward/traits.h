@@ -42,6 +42,8 @@ struct BackwardTraits {
   // the warpgroups compute dQ^T = K^T dS^T, each 64 of its head-dim rows by all 80 queries
   // (FlashAttention-3's dQ_swapAB), and store it back into (query, column) parts.
   static constexpr bool kDqTransposed = kBlockM % 64 != 0;
+  using DqTile = std::conditional_t<kDqTransposed, Shape<Int<kHeadDim>, Int<kBlockM>>,
+                                    Shape<Int<kBlockM>, Int<kHeadDim>>>;  // the dQ GEMM's (M, N)
   static constexpr int kDqRows = kDqSplitRows ? kBlockM / 2 : kBlockM;
   static constexpr int kDqColumns = kDqSplitKeys || kDqSplitRows ? kHeadDim : kHeadDim / 2;
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
