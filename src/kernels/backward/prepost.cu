@@ -47,47 +47,85 @@ __device__ __forceinline__ bool tile_rows(BackwardPrepostParams const& p, TileRo
   return true;
 }
 
+// Loads in flight: each thread issues up to this many 16-byte loads of each input before
+// it uses any of them; otherwise these kernels wait on one load's latency after another (a
+// row a warp at a time cost the whole backward 9-11% at d = 64, 1k: docs/perf-notes.md).
+// One round covers a whole tile at every head dim: at most 2048 chunks of 8 columns
+// (64 x 256) for the preprocess, 4096 of 4 for the postprocess, over 256 threads.
+constexpr int kPreprocessLoads = 8;
+constexpr int kPostprocessLoads = 16;
+
 // dPsum = rowsum(dO * O) (0 past the sequence), LSE * log2(e) (+inf past the sequence and
 // for rows that saw no key, so that the main kernel's P = exp2(S - LSE_log2) is 0 there),
-// and the tile's rows of the dQ accumulator and its semaphore cleared.
+// and the tile's rows of the dQ accumulator and its semaphore cleared. The tile's rows are
+// cut into chunks of 8 columns, consecutive chunks to consecutive threads (coalesced); each
+// chunk's dot product goes to shared memory and one thread a row adds them in a fixed order
+// (bitwise the same every run, for the deterministic mode).
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardPrepostParams const p) {
+  extern __shared__ float chunk_sums[];  // (block_m, chunks + 1): the padding spreads a row's reads over the banks
   TileRows rows;
   if (!tile_rows(p, rows)) return;
   int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
   BackwardWorkspace const& w = p.workspace;
   int64_t head_row = int64_t(head) * w.padded_rows + rows.first;
-  float* dpsum = reinterpret_cast<float*>(p.workspace_base + w.dpsum) + head_row;
-  float* lse_log2 = reinterpret_cast<float*>(p.workspace_base + w.lse_log2) + head_row;
-  float const* lse = p.lse + blockIdx.z * p.lse_batch_stride + head * p.lse_head_stride + rows.seq.offset;
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float sink = p.sinks != nullptr ? p.sinks[head] : 0.f, d_sink = 0.f;  // this warp's rows' share
-  for (int r = warp; r < w.block_m; r += kWarps) {
-    int row = rows.row_begin + r;
-    bool inside = row < rows.seq.length;
-    float sum = 0.f;
-    if (inside) {
-      Element const* o = row_of<Element const>(p.o, batch_coord, rows.seq.offset + row, head);
-      Element const* d_o = row_of<Element const>(p.d_o, batch_coord, rows.seq.offset + row, head);
-      for (int c = lane * 8; c < p.head_dim_v; c += 32 * 8) {  // 8 elements, 16 bytes a load
-        uint4 o_bits = *reinterpret_cast<uint4 const*>(o + c), d_o_bits = *reinterpret_cast<uint4 const*>(d_o + c);
-        Element const* o8 = reinterpret_cast<Element const*>(&o_bits);
-        Element const* d_o8 = reinterpret_cast<Element const*>(&d_o_bits);
+  float4* accumulator = reinterpret_cast<float4*>(reinterpret_cast<float*>(p.workspace_base + w.dq_accum) +
+                                                  head_row * w.head_dim);
+  for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);
+
+  int chunks = p.head_dim_v / 8, tile_chunks = w.block_m * chunks;
+  for (int first = 0; first < tile_chunks; first += kPreprocessLoads * kThreads) {
+    uint4 o_bits[kPreprocessLoads], d_o_bits[kPreprocessLoads];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) sum += to_float(o8[i]) * to_float(d_o8[i]);
+    for (int k = 0; k < kPreprocessLoads; ++k) {
+      int i = first + k * kThreads + threadIdx.x, row = rows.row_begin + i / chunks;
+      o_bits[k] = d_o_bits[k] = make_uint4(0, 0, 0, 0);  // rows past the sequence: dPsum 0
+      if (i < tile_chunks && row < rows.seq.length) {
+        int column = i % chunks * 8;
+        o_bits[k] = *reinterpret_cast<uint4 const*>(
+            row_of<Element const>(p.o, batch_coord, rows.seq.offset + row, head) + column);
+        d_o_bits[k] = *reinterpret_cast<uint4 const*>(
+            row_of<Element const>(p.d_o, batch_coord, rows.seq.offset + row, head) + column);
       }
     }
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    if (lane == 0) {
-      float row_lse = inside ? lse[row] : -INFINITY;
-      dpsum[r] = sum;
-      lse_log2[r] = row_lse == -INFINITY ? INFINITY : row_lse * float(M_LOG2E);
-      // The sink is a logit without a value row: its probability's gradient is -P_sink * dPsum.
-      if (p.sinks != nullptr && inside) d_sink -= __expf(sink - row_lse) * sum;
+    for (int k = 0; k < kPreprocessLoads; ++k) {
+      int i = first + k * kThreads + threadIdx.x;
+      if (i >= tile_chunks) break;
+      Element const* o8 = reinterpret_cast<Element const*>(&o_bits[k]);
+      Element const* d_o8 = reinterpret_cast<Element const*>(&d_o_bits[k]);
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += to_float(o8[j]) * to_float(d_o8[j]);
+      chunk_sums[i / chunks * (chunks + 1) + i % chunks] = sum;
     }
   }
-  if (p.sinks != nullptr && p.deterministic) {  // the warps' shares in order, one share a tile
+  __syncthreads();
+
+  float* dpsum = reinterpret_cast<float*>(p.workspace_base + w.dpsum) + head_row;
+  float* lse_log2 = reinterpret_cast<float*>(p.workspace_base + w.lse_log2) + head_row;
+  float const* lse = p.lse + blockIdx.z * p.lse_batch_stride + head * p.lse_head_stride + rows.seq.offset;
+  float sink = p.sinks != nullptr ? p.sinks[head] : 0.f, d_sink = 0.f;  // this thread's rows' share
+  for (int r = threadIdx.x; r < w.block_m; r += kThreads) {
+    int row = rows.row_begin + r;
+    bool inside = row < rows.seq.length;
+    float sum = 0.f;
+    for (int c = 0; c < chunks; ++c) sum += chunk_sums[r * (chunks + 1) + c];
+    float row_lse = inside ? lse[row] : -INFINITY;
+    dpsum[r] = sum;
+    lse_log2[r] = row_lse == -INFINITY ? INFINITY : row_lse * float(M_LOG2E);
+    // The sink is a logit without a value row: its probability's gradient is -P_sink * dPsum.
+    if (p.sinks != nullptr && inside) d_sink -= __expf(sink - row_lse) * sum;
+  }
+  if (threadIdx.x == 0) {
+    int* semaphore = reinterpret_cast<int*>(p.workspace_base + w.dq_semaphore);
+    semaphore[head_row / w.block_m] = 0;
+  }
+  if (p.sinks == nullptr) return;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) d_sink += __shfl_xor_sync(0xffffffffu, d_sink, offset);
+  if (p.deterministic) {  // the warps' shares in order, one share a tile
     __shared__ float warp_shares[kWarps];
     if (lane == 0) warp_shares[warp] = d_sink;
     __syncthreads();
@@ -96,15 +134,8 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
       for (int i = 0; i < kWarps; ++i) share += warp_shares[i];
       reinterpret_cast<float*>(p.workspace_base + w.sink_partials)[head_row / w.block_m] = share;
     }
-  } else if (p.sinks != nullptr && lane == 0 && d_sink != 0.f) {
+  } else if (lane == 0 && d_sink != 0.f) {
     atomicAdd(p.d_sink + head, d_sink);
-  }
-  float4* accumulator = reinterpret_cast<float4*>(reinterpret_cast<float*>(p.workspace_base + w.dq_accum) +
-                                                  head_row * w.head_dim);
-  for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);
-  if (threadIdx.x == 0) {
-    int* semaphore = reinterpret_cast<int*>(p.workspace_base + w.dq_semaphore);
-    semaphore[head_row / w.block_m] = 0;
   }
 }
 
@@ -125,7 +156,8 @@ __device__ void sum_sink_shares(BackwardPrepostParams const& p, int head) {
   if (lane == 0) p.d_sink[head] = sum;
 }
 
-// dQ = softmax_scale * accumulator for the tile's rows of its sequence; 4 columns a thread.
+// dQ = softmax_scale * accumulator for the tile's rows of its sequence; 4 columns a load,
+// consecutive ones to consecutive threads, all of a thread's loads issued before its stores.
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(BackwardPrepostParams const p) {
   if (p.sinks != nullptr && p.deterministic && blockIdx.x == 0 && blockIdx.z == 0 && threadIdx.x < 32) {
@@ -135,36 +167,48 @@ __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(Backw
   if (!tile_rows(p, rows)) return;
   int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
   BackwardWorkspace const& w = p.workspace;
-  float const* accumulator = reinterpret_cast<float const*>(p.workspace_base + w.dq_accum) +
-                             (int64_t(head) * w.padded_rows + rows.first) * w.head_dim;
-  int quads = w.head_dim / 4;
-  for (int i = threadIdx.x; i < w.block_m * quads; i += kThreads) {
-    int r = i / quads, c = i % quads * 4, row = rows.row_begin + r;
-    if (row >= rows.seq.length) continue;
-    float4 sum = *reinterpret_cast<float4 const*>(accumulator + int64_t(r) * w.head_dim + c);
-    Element out[4] = {from_float<Element>(sum.x * p.softmax_scale), from_float<Element>(sum.y * p.softmax_scale),
-                      from_float<Element>(sum.z * p.softmax_scale), from_float<Element>(sum.w * p.softmax_scale)};
-    Element* d_q = row_of<Element>(p.d_q, batch_coord, rows.seq.offset + row, head) + c;
-    *reinterpret_cast<uint2*>(d_q) = *reinterpret_cast<uint2 const*>(out);
+  float4 const* accumulator = reinterpret_cast<float4 const*>(
+      reinterpret_cast<float const*>(p.workspace_base + w.dq_accum) + (int64_t(head) * w.padded_rows + rows.first) * w.head_dim);
+  int quads = w.head_dim / 4, tile_quads = w.block_m * quads;
+  for (int first = 0; first < tile_quads; first += kPostprocessLoads * kThreads) {
+    float4 sums[kPostprocessLoads];
+#pragma unroll
+    for (int k = 0; k < kPostprocessLoads; ++k) {
+      int i = first + k * kThreads + threadIdx.x;
+      if (i < tile_quads && rows.row_begin + i / quads < rows.seq.length) sums[k] = accumulator[i];
+    }
+#pragma unroll
+    for (int k = 0; k < kPostprocessLoads; ++k) {
+      int i = first + k * kThreads + threadIdx.x, row = rows.row_begin + i / quads;
+      if (i >= tile_quads || row >= rows.seq.length) continue;
+      float4 sum = sums[k];
+      Element out[4] = {from_float<Element>(sum.x * p.softmax_scale), from_float<Element>(sum.y * p.softmax_scale),
+                        from_float<Element>(sum.z * p.softmax_scale), from_float<Element>(sum.w * p.softmax_scale)};
+      Element* d_q = row_of<Element>(p.d_q, batch_coord, rows.seq.offset + row, head) + i % quads * 4;
+      *reinterpret_cast<uint2*>(d_q) = *reinterpret_cast<uint2 const*>(out);
+    }
   }
 }
 
 template <class Kernel>
-Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream, const char* name) {
+Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream, const char* name,
+              size_t shared_bytes = 0) {
   int block_m = p.workspace.block_m;
   int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, block_m) / block_m);
   if (m_blocks == 0 || p.batch == 0) return Status::Ok();
-  kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, 0, stream>>>(p);
+  kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, shared_bytes, stream>>>(p);
   return check_cuda(cudaGetLastError(), (std::string(name) + " launch").c_str());
 }
 
 }  // namespace
 
 Status launch_backward_preprocess(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
+  size_t chunk_sums_bytes = size_t(params.workspace.block_m) * (params.head_dim_v / 8 + 1) * sizeof(float);
   if (dtype == DType::kBFloat16) {
-    return launch(backward_preprocess_kernel<__nv_bfloat16>, params, stream, "backward_preprocess_kernel");
+    return launch(backward_preprocess_kernel<__nv_bfloat16>, params, stream, "backward_preprocess_kernel",
+                  chunk_sums_bytes);
   }
-  return launch(backward_preprocess_kernel<__half>, params, stream, "backward_preprocess_kernel");
+  return launch(backward_preprocess_kernel<__half>, params, stream, "backward_preprocess_kernel", chunk_sums_bytes);
 }
 
 Status launch_backward_postprocess_dq(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
