@@ -49,7 +49,7 @@ __device__ __forceinline__ bool tile_rows(BackwardPrepostParams const& p, TileRo
 
 // Loads in flight: each thread issues up to this many 16-byte loads of each input before
 // it uses any of them; otherwise these kernels wait on one load's latency after another (a
-// row a warp at a time cost the whole backward 9-11% at d = 64, 1k: docs/perf-notes.md).
+// row a warp at a time cost the whole backward about a tenth at d = 64, 1k: docs/perf-notes.md).
 // One round covers a whole tile at every head dim: at most 2048 chunks of 8 columns
 // (64 x 256) for the preprocess, 4096 of 4 for the postprocess, over 256 threads.
 constexpr int kPreprocessLoads = 8;
@@ -63,7 +63,7 @@ constexpr int kPostprocessLoads = 16;
 // (bitwise the same every run, for the deterministic mode).
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardPrepostParams const p) {
-  extern __shared__ float chunk_sums[];  // (block_m, chunks + 1): the padding spreads a row's reads over the banks
+  extern __shared__ float chunk_sums[];  // (block_m, chunks + 1): the odd row pitch spreads a warp's reads over the banks
   TileRows rows;
   if (!tile_rows(p, rows)) return;
   int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
