@@ -7,6 +7,7 @@
 #include <cutlass/numeric_types.h>
 
 #include "kernels/attention/check_cuda.h"
+#include "kernels/attention/dependent_launch.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -87,7 +88,7 @@ __global__ void split_tail_combine_kernel(SplitCombineParams const params) {
 // the pieces are written.
 template <class Element>
 __global__ void split_kv_combine_kernel(SplitCombineParams const params) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  wait_for_prerequisite();
   TileCoord const tile = params.scheduler.tile(blockIdx.x);
   int const row_in_tile = blockIdx.y * kRowsPerCta + threadIdx.y;
   if (tile.m_block * params.block_m + row_in_tile >= params.seqlen_q) return;
@@ -113,17 +114,10 @@ Status launch_split_combine(SplitCombineParams const& params, cudaStream_t strea
   if (params.split_kv.active()) {
     // Only the rows a tile holds (decode: a handful of a 128-row tile).
     int rows = params.seqlen_q < params.block_m ? params.seqlen_q : params.block_m;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(params.scheduler.num_tiles(), unsigned((rows + kRowsPerCta - 1) / kRowsPerCta));
-    config.blockDim = block;
-    config.stream = stream;
     // Decode's merge is a few microseconds: its launch overlaps the forward's tail.
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return check_cuda(cudaLaunchKernelEx(&config, split_kv_combine_kernel<Element>, params),
+    DependentLaunch launch(dim3(params.scheduler.num_tiles(), unsigned((rows + kRowsPerCta - 1) / kRowsPerCta)), block,
+                           0, stream);
+    return check_cuda(cudaLaunchKernelEx(&launch.config, split_kv_combine_kernel<Element>, params),
                       "split_kv_combine_kernel launch");
   }
   SplitTail const& split = params.scheduler.split;

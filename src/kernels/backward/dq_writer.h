@@ -6,6 +6,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 
+#include "kernels/attention/dependent_launch.h"
 #include "kernels/backward/traits.h"
 
 namespace warpflash::kernels {
@@ -18,6 +19,7 @@ enum class BackwardBarrier : uint32_t {
   kDsFull = 1,  // every consumer's part of dS is written
   kDqFull = 2,  // + consumer warpgroup: its part of the dQ tile is in shared memory
   kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)
+  kEpilogue = 6,  // the consumers: done with K and V (their buffers take dK and dV), then dK and dV written
 };
 
 CUTE_DEVICE int load_acquire(int const* address) {
@@ -55,6 +57,7 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
   BackwardWorkspace const& w = params.workspace;
   Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
   auto tma_dq = params.tma_dq.get_slice(_0{});
+  wait_for_prerequisite();  // the preprocess has cleared the accumulator and the semaphores
   bool leader = cute::elect_one_sync();
   int tiles = group * (m_end - m_begin), tile = 0;
   int* dq_semaphore = reinterpret_cast<int*>(params.workspace_base + w.dq_semaphore);

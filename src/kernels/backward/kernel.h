@@ -13,7 +13,10 @@
 // memory. They leave dQ in shared memory, from where producer warp 1 adds it into the
 // workspace's fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic
 // mode; the postprocess scales and converts it). The loading thread also brings each query
-// tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave from registers.
+// tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave through K's and V's
+// shared-memory tiles by TMA stores (a sequence's last, partial block: from registers).
+// Launched as the preprocess's programmatic dependent (dependent_launch.h): each CTA's
+// loads of K, V and its first Q and dO tiles start while the preprocess finishes.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -21,6 +24,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/fast_math.h>
 
+#include "kernels/attention/dependent_launch.h"
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/backward/dq_writer.h"
@@ -87,7 +91,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   int kv_head = blockIdx.y, batch = blockIdx.z;
   int group = params.heads_per_kv_head, first_head = kv_head * group;
   SequenceLengths::Sequence seq_q = params.seq_q.of(batch), seq_k = params.seq_k.of(batch);
-  if (n_block * Traits::kBlockN >= seq_k.length) return;  // no key of this sequence in the block
+  if (n_block * Traits::kBlockN >= seq_k.length) {  // no key of this sequence in the block
+    if (threadIdx.x == 0) wait_for_prerequisite();  // (dependent_launch.h: one thread a CTA)
+    return;
+  }
   AttentionMask const mask = params.mask.for_lengths(seq_q.length, seq_k.length);
   // The query tiles with a row that sees a key of this block.
   int m_begin = mask.m_block_begin(n_block, Traits::kBlockM, Traits::kBlockN);
@@ -99,7 +106,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cute::prefetch_tma_descriptor(params.tma_do.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(params.tma_v.get_tma_descriptor());
-    TransactionBarrier::init(&storage.barrier_kv, 1);
   }
   typename PipelineQ::Params pipeline_params;
   pipeline_params.role = warpgroup == 0 ? PipelineQ::ThreadCategory::Producer : PipelineQ::ThreadCategory::Consumer;
@@ -117,7 +123,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
     // Without a query tile that sees the block nothing is loaded (the CTA must not exit with
     // loads in flight): the consumers write dK = dV = 0.
-    if (m_begin >= m_end) return;
+    if (m_begin >= m_end) {
+      if (threadIdx.x == 0) wait_for_prerequisite();
+      return;
+    }
     if (threadIdx.x / cutlass::NumThreadsPerWarp == 1) {
       reduce_dq_tiles<Traits>(params, storage, mask, n_block, batch, first_head, group, m_begin, m_end);
       return;
@@ -139,9 +148,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto tma_v = params.tma_v.get_slice(_0{});
     auto tma_q = params.tma_q.get_slice(_0{});
     auto tma_do = params.tma_do.get_slice(_0{});
-    TransactionBarrier::arrive_and_expect_tx(&storage.barrier_kv, Traits::kBytesKV);
-    copy(params.tma_k.with(storage.barrier_kv), tma_k.partition_S(gK), tma_k.partition_D(sK));
-    copy(params.tma_v.with(storage.barrier_kv), tma_v.partition_S(gV), tma_v.partition_D(sV));
     Tensor tQsQ = tma_q.partition_D(sQ);  // (TMA, TMA_M, TMA_K, stage)
     Tensor tDOsDO = tma_do.partition_D(sDO);
     auto write = cutlass::make_producer_start_state<PipelineQ>();
@@ -157,12 +163,25 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       Tensor gDO =
           local_tile(mDO, Shape<typename Traits::BlockM, typename Traits::HeadDimV>{}, make_coord(m_block, _0{}));
       int stats_row = head * int(w.padded_rows) + first_row + m_block * Traits::kBlockM;  // LSE_log2, dPsum
+      // K comes with the first Q tile and V with the first dO tile, on their barriers
+      // (FlashAttention-4's order): the first S^T = K Q^T waits for K and Q, not for V.
       pipeline_q.producer_acquire(write);
+      if (tile == 0) {
+        TransactionBarrier::expect_transaction(pipeline_q.producer_get_barrier(write), Traits::kBytesK);
+        copy(params.tma_k.with(*pipeline_q.producer_get_barrier(write)), tma_k.partition_S(gK), tma_k.partition_D(sK));
+      }
       copy(params.tma_q.with(*pipeline_q.producer_get_barrier(write)), tma_q.partition_S(gQ),
            tQsQ(_, _, _, write.index()));
       pipeline_do.producer_acquire(write);
+      if (tile == 0) {
+        TransactionBarrier::expect_transaction(pipeline_do.producer_get_barrier(write), Traits::kBytesV);
+        copy(params.tma_v.with(*pipeline_do.producer_get_barrier(write)), tma_v.partition_S(gV), tma_v.partition_D(sV));
+      }
       copy(params.tma_do.with(*pipeline_do.producer_get_barrier(write)), tma_do.partition_S(gDO),
            tDOsDO(_, _, _, write.index()));
+      // This kernel is the preprocess's programmatic dependent: K, V and the first Q and dO
+      // tiles load while its last CTAs finish; the statistics it writes only after it.
+      if (tile == 0) wait_for_prerequisite();
       char const* stats = params.workspace_base + size_t(stats_row) * sizeof(float);
       SM90_BULK_COPY_G2S::copy(stats + w.lse_log2, pipeline_q.producer_get_barrier(write),
                                storage.lse_log2[write.index()], Traits::kBytesStats);
@@ -316,7 +335,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   }();
 
-  if (m_begin < m_end) TransactionBarrier::wait(&storage.barrier_kv, 0);
   // The query tiles of every head that shares the K/V head (a head counter counting down:
   // the head itself is not needed here, and its bound would not fit in the registers).
 #pragma unroll 1
@@ -424,6 +442,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   }
 
+  allow_dependents();  // the postprocess's CTAs may launch once every CTA is this far
   // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
   auto epilogue_dv = mma_dv.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
   auto epilogue_dk = mma_dk.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
@@ -441,8 +460,48 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           *reinterpret_cast<uint32_t const*>(pair);
     }
   };
-  store_rows(params.d_v, acc_dv, tDVcDV, 1.f);
-  store_rows(params.d_k, acc_dk, tDKcDK, params.softmax_scale);
+  if ((n_block + 1) * Traits::kBlockN > seq_k.length) {  // rows past the sequence: not written
+    store_rows(params.d_v, acc_dv, tDVcDV, 1.f);
+    store_rows(params.d_k, acc_dk, tDKcDK, params.softmax_scale);
+    return;
+  }
+  // A whole block: dK and dV into K's and V's tiles (once no GEMM reads them: the other
+  // warpgroup's last dQ GEMM reads all of K), then one TMA store each (FlashAttention-3's
+  // epilogue): 4-byte stores straight to global memory cost the CTA several microseconds
+  // after its last tile, a few tiles' time at 1k keys (docs/perf-notes.md).
+  auto epilogue_barrier = [] {
+    cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kEpilogue));
+  };
+  Tensor sDK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
+  Tensor sDV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
+  auto store_shared_rows = [](auto const& acc, auto&& tile, float scale) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(acc); i += 2) {  // column pairs: 4 bytes, conflict-free in the 128-byte swizzle
+      Element pair[2] = {Element(acc(i) * scale), Element(acc(i + 1) * scale)};
+      *reinterpret_cast<uint32_t*>(&tile(i)) = *reinterpret_cast<uint32_t const*>(pair);
+    }
+  };
+  epilogue_barrier();
+  store_shared_rows(acc_dv, epilogue_dv.partition_C(sDV), 1.f);
+  store_shared_rows(acc_dk, epilogue_dk.partition_C(sDK), params.softmax_scale);
+  cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+  epilogue_barrier();
+  if (fresh_thread_index() == Traits::kProducerThreads) {
+    auto block_of = [&](auto const& tma, auto const& shape, auto block_shape) {
+      Tensor rows = domain_offset(make_coord(seq_k.offset, _0{}), tma.get_tma_tensor(shape)(_, _, kv_head, batch_k));
+      return local_tile(rows, block_shape, make_coord(n_block, _0{}));
+    };
+    auto tma_dk = params.tma_dk.get_slice(_0{});
+    auto tma_dv = params.tma_dv.get_slice(_0{});
+    copy(params.tma_dv, tma_dv.partition_S(sDV),
+         tma_dv.partition_D(block_of(params.tma_dv, params.shape_v,
+                                     Shape<typename Traits::BlockN, typename Traits::HeadDimV>{})));
+    copy(params.tma_dk, tma_dk.partition_S(sDK),
+         tma_dk.partition_D(block_of(params.tma_dk, params.shape_k,
+                                     Shape<typename Traits::BlockN, typename Traits::HeadDim>{})));
+    tma_store_arrive();
+    tma_store_wait<0>();  // the shared memory must outlive the TMA's reads of it
+  }
 }
 
 }  // namespace warpflash::kernels

@@ -8,6 +8,7 @@
 
 #include <cute/tensor.hpp>
 
+#include "kernels/attention/dependent_launch.h"
 #include "kernels/attention/launch_common.h"
 #include "kernels/backward/kernel.h"
 #include "kernels/backward/prepost.h"
@@ -46,6 +47,8 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
     auto gDO = make_gmem_tensor<HeadDimV, Input>(args.d_o, rows_q, shape.heads_q, batch_q);
     auto gK = make_gmem_tensor<HeadDim, Input>(f.k, rows_k, shape.heads_kv, batch_k);
     auto gV = make_gmem_tensor<HeadDimV, Input>(f.v, rows_k, shape.heads_kv, batch_k);
+    auto gDK = make_gmem_tensor<HeadDim, Element>(args.d_k, rows_k, shape.heads_kv, batch_k);
+    auto gDV = make_gmem_tensor<HeadDimV, Element>(args.d_v, rows_k, shape.heads_kv, batch_k);
     BackwardWorkspace const& w = prepost.workspace;
     Tensor gDQ = make_tensor(make_gmem_ptr(reinterpret_cast<float*>(prepost.workspace_base + w.dq_accum)),
                              typename Traits::GmemLayoutDQ{make_shape(int(w.heads * w.padded_rows), HeadDim{})});
@@ -59,6 +62,10 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
         make_tma_copy(SM90_TMA_LOAD{}, gV, typename Traits::SmemLayoutV{}, Shape<typename Traits::BlockN, HeadDimV>{},
                       _1{}),
         make_tma_copy(SM90_TMA_REDUCE_ADD{}, gDQ, typename Traits::SmemLayoutDQPart{}),
+        make_tma_copy(SM90_TMA_STORE{}, gDK, typename Traits::SmemLayoutK{}, Shape<typename Traits::BlockN, HeadDim>{},
+                      _1{}),
+        make_tma_copy(SM90_TMA_STORE{}, gDV, typename Traits::SmemLayoutV{},
+                      Shape<typename Traits::BlockN, HeadDimV>{}, _1{}),
         gQ.shape(),
         gDO.shape(),
         gK.shape(),
@@ -85,8 +92,10 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
     if (!status.ok()) return status;
     dim3 grid(unsigned((shape.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN), unsigned(shape.heads_kv),
               unsigned(shape.batch));
-    kernel<<<grid, Traits::kThreads, Traits::kSharedMemoryBytes, f.stream>>>(params);
-    if (!(status = check_cuda(cudaGetLastError(), "backward_kernel launch")).ok()) return status;
+    // A programmatic dependent of the preprocess (kernel.h waits for its outputs).
+    DependentLaunch launch(grid, Traits::kThreads, Traits::kSharedMemoryBytes, f.stream);
+    status = check_cuda(cudaLaunchKernelEx(&launch.config, kernel, params), "backward_kernel launch");
+    if (!status.ok()) return status;
   }
   // No keys: dK and dV are empty, dQ is 0 (the cleared accumulator).
   return launch_backward_postprocess_dq(f.dtype, prepost, f.stream);

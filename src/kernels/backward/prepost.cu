@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/attention/check_cuda.h"
+#include "kernels/attention/dependent_launch.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -73,6 +74,8 @@ __global__ void __launch_bounds__(kThreads) backward_preprocess_kernel(BackwardP
                                                   head_row * w.head_dim);
   for (int i = threadIdx.x; i < w.block_m * w.head_dim / 4; i += kThreads) accumulator[i] = make_float4(0, 0, 0, 0);
 
+  // The main kernel (a programmatic dependent) may take the SMs this kernel's last CTAs free.
+  allow_dependents();
   int chunks = p.head_dim_v / 8, tile_chunks = w.block_m * chunks;
   for (int first = 0; first < tile_chunks; first += kPreprocessLoads * kThreads) {
     uint4 o_bits[kPreprocessLoads], d_o_bits[kPreprocessLoads];
@@ -160,6 +163,7 @@ __device__ void sum_sink_shares(BackwardPrepostParams const& p, int head) {
 // consecutive ones to consecutive threads, all of a thread's loads issued before its stores.
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(BackwardPrepostParams const p) {
+  wait_for_prerequisite();  // launched as the main kernel's programmatic dependent
   if (p.sinks != nullptr && p.deterministic && blockIdx.x == 0 && blockIdx.z == 0 && threadIdx.x < 32) {
     sum_sink_shares(p, blockIdx.y);
   }
@@ -190,13 +194,19 @@ __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(Backw
   }
 }
 
+// dependent: launched as a programmatic dependent of the stream's previous kernel.
 template <class Kernel>
 Status launch(Kernel kernel, BackwardPrepostParams const& p, cudaStream_t stream, const char* name,
-              size_t shared_bytes = 0) {
+              size_t shared_bytes, bool dependent) {
   int block_m = p.workspace.block_m;
   int m_blocks = static_cast<int>(BackwardWorkspace::round_up(p.seq_q.seqlen, block_m) / block_m);
   if (m_blocks == 0 || p.batch == 0) return Status::Ok();
-  kernel<<<dim3(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch)), kThreads, shared_bytes, stream>>>(p);
+  dim3 grid(unsigned(m_blocks), unsigned(p.heads), unsigned(p.batch));
+  if (dependent) {
+    DependentLaunch launch(grid, kThreads, shared_bytes, stream);
+    return check_cuda(cudaLaunchKernelEx(&launch.config, kernel, p), (std::string(name) + " launch").c_str());
+  }
+  kernel<<<grid, kThreads, shared_bytes, stream>>>(p);
   return check_cuda(cudaGetLastError(), (std::string(name) + " launch").c_str());
 }
 
@@ -206,16 +216,18 @@ Status launch_backward_preprocess(DType dtype, BackwardPrepostParams const& para
   size_t chunk_sums_bytes = size_t(params.workspace.block_m) * (params.head_dim_v / 8 + 1) * sizeof(float);
   if (dtype == DType::kBFloat16) {
     return launch(backward_preprocess_kernel<__nv_bfloat16>, params, stream, "backward_preprocess_kernel",
-                  chunk_sums_bytes);
+                  chunk_sums_bytes, false);
   }
-  return launch(backward_preprocess_kernel<__half>, params, stream, "backward_preprocess_kernel", chunk_sums_bytes);
+  return launch(backward_preprocess_kernel<__half>, params, stream, "backward_preprocess_kernel", chunk_sums_bytes,
+                false);
 }
 
 Status launch_backward_postprocess_dq(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
   if (dtype == DType::kBFloat16) {
-    return launch(backward_postprocess_dq_kernel<__nv_bfloat16>, params, stream, "backward_postprocess_dq_kernel");
+    return launch(backward_postprocess_dq_kernel<__nv_bfloat16>, params, stream, "backward_postprocess_dq_kernel", 0,
+                  true);
   }
-  return launch(backward_postprocess_dq_kernel<__half>, params, stream, "backward_postprocess_dq_kernel");
+  return launch(backward_postprocess_dq_kernel<__half>, params, stream, "backward_postprocess_dq_kernel", 0, true);
 }
 
 }  // namespace warpflash::kernels

@@ -166,7 +166,6 @@ struct BackwardTraits {
     // Each query tile's LSE_log2 and dPsum, copied with its Q and dO tiles (onto their barriers).
     alignas(16) float lse_log2[kStages][kBlockM];
     alignas(16) float dpsum[kStages][kBlockM];
-    alignas(16) uint64_t barrier_kv;  // K and V: loaded once per CTA
     typename PipelineQ::SharedStorage pipeline_q;
     typename PipelineQ::SharedStorage pipeline_do;
     // The wide form's P, in dS's layout (last: the narrow form's offsets do not move).
@@ -179,7 +178,8 @@ struct BackwardTraits {
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesDO = kBlockM * kHeadDimV * sizeof(Element);
   static constexpr uint32_t kBytesStats = kBlockM * sizeof(float);  // a tile's LSE_log2 or dPsum
-  static constexpr uint32_t kBytesKV = kBlockN * (kHeadDim + kHeadDimV) * sizeof(Element);
+  static constexpr uint32_t kBytesK = kBlockN * kHeadDim * sizeof(Element);  // with the first Q tile
+  static constexpr uint32_t kBytesV = kBlockN * kHeadDimV * sizeof(Element);  // with the first dO tile
 
   template <class Dim>
   using GmemLayout = Layout<Shape<int, Dim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
@@ -193,6 +193,13 @@ struct BackwardTraits {
                                       _1{}));
   using TmaV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDimV>{}, SmemLayoutV{},
                                       Shape<BlockN, HeadDimV>{}, _1{}));
+  // dK and dV leave from K's and V's shared-memory tiles (in K's and V's layouts).
+  template <class Dim>
+  using GmemTensorOut = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout<Dim>{}));
+  using TmaDK = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorOut<HeadDim>{}, SmemLayoutK{},
+                                       Shape<BlockN, HeadDim>{}, _1{}));
+  using TmaDV = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorOut<HeadDimV>{}, SmemLayoutV{},
+                                       Shape<BlockN, HeadDimV>{}, _1{}));
   // The fp32 dQ accumulator as (heads x padded rows, head dim), row-major.
   using GmemLayoutDQ = Layout<Shape<int, HeadDim>, Stride<HeadDim, _1>>;
   using TmaDQ = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
@@ -205,11 +212,13 @@ struct BackwardTraits {
     TmaK tma_k;
     TmaV tma_v;
     TmaDQ tma_dq;  // reduce-add of a warpgroup's part of a dQ tile into the accumulator
+    TmaDK tma_dk;  // dK and dV of the blocks whose keys all lie inside their sequence
+    TmaDV tma_dv;
     Shape<int, HeadDim, int, int> shape_q;
     Shape<int, HeadDimV, int, int> shape_do;
     Shape<int, HeadDim, int, int> shape_k;
     Shape<int, HeadDimV, int, int> shape_v;
-    TensorView4d d_k;  // written from registers, rows up to the key sequence's end
+    TensorView4d d_k;  // the sequence's last, partial block: from registers, rows up to its end
     TensorView4d d_v;
     int heads_per_kv_head;
     // As the forward's: P = exp2(S * scale_log2 - LSE_log2), scale_log2 = softmax scale *
