@@ -14,7 +14,7 @@
 // workspace's fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic
 // mode; the postprocess scales and converts it). The loading thread also brings each query
 // tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave through K's and V's
-// shared-memory tiles by TMA stores (a sequence's last, partial block: from registers).
+// shared-memory tiles by TMA stores (a sequence's last, partial block: from registers; epilogue.h).
 // Launched as the preprocess's programmatic dependent (dependent_launch.h): each CTA's
 // loads of K, V and its first Q and dO tiles start while the preprocess finishes.
 #pragma once
@@ -28,19 +28,13 @@
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/backward/dq_writer.h"
+#include "kernels/backward/epilogue.h"
 #include "kernels/backward/traits.h"
 
 namespace warpflash::kernels {
 
 using namespace cute;
 
-// threadIdx.x read again where it is used (asm volatile: not hoisted), for values that
-// would otherwise stay live across the main loop and spill.
-CUTE_DEVICE int fresh_thread_index() {
-  int thread;
-  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(thread));
-  return thread;
-}
 // Four 8 x 8 matrices of 16-bit values, transposed: thread 8 j + r names row r of matrix j's
 // destination, which receives column r of the matrix (each thread holds one 32-bit pair of
 // every matrix, at row lane / 4 and columns 2 (lane % 4) + {0, 1}: the MMA fragment).
@@ -132,10 +126,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       return;
     }
     if (threadIdx.x != 0) return;
-    // Packed sequences start at their offset in batch 0's token dimension (as the forward's loads).
-    auto sequence_rows = [](auto const& tma, auto const& shape, int offset, int head_coord, int batch_coord) {
-      return domain_offset(make_coord(offset, _0{}), tma.get_tma_tensor(shape)(_, _, head_coord, batch_coord));
-    };
     Tensor mK = sequence_rows(params.tma_k, params.shape_k, seq_k.offset, kv_head, batch_k);
     Tensor mV = sequence_rows(params.tma_v, params.shape_v, seq_k.offset, kv_head, batch_k);
     Tensor gK = local_tile(mK, Shape<typename Traits::BlockN, typename Traits::HeadDim>{}, make_coord(n_block, _0{}));
@@ -443,65 +433,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
 
   allow_dependents();  // the postprocess's CTAs may launch once every CTA is this far
-  // dK = softmax_scale * dS^T Q (S was unscaled) and dV, rows up to the key sequence's end.
-  auto epilogue_dv = mma_dv.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
-  auto epilogue_dk = mma_dk.get_thread_slice(fresh_thread_index() - Traits::kProducerThreads);
-  Tensor tDVcDV = epilogue_dv.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDimV>{}));
-  Tensor tDKcDK = epilogue_dk.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::HeadDim>{}));
-  auto store_rows = [&](TensorView4d const& view, auto const& acc, auto const& coords, float scale) {
-    Element* base = static_cast<Element*>(view.data) + batch_k * view.batch_stride + kv_head * view.head_stride +
-                    int64_t(seq_k.offset + n_block * Traits::kBlockN) * view.seqlen_stride;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc); i += 2) {  // column pairs: one 4-byte store each
-      int key = get<0>(coords(i)), col = get<1>(coords(i));
-      if (n_block * Traits::kBlockN + key >= seq_k.length) continue;
-      Element pair[2] = {Element(acc(i) * scale), Element(acc(i + 1) * scale)};
-      *reinterpret_cast<uint32_t*>(base + int64_t(key) * view.seqlen_stride + col) =
-          *reinterpret_cast<uint32_t const*>(pair);
-    }
-  };
-  if ((n_block + 1) * Traits::kBlockN > seq_k.length) {  // rows past the sequence: not written
-    store_rows(params.d_v, acc_dv, tDVcDV, 1.f);
-    store_rows(params.d_k, acc_dk, tDKcDK, params.softmax_scale);
-    return;
-  }
-  // A whole block: dK and dV into K's and V's tiles (once no GEMM reads them: the other
-  // warpgroup's last dQ GEMM reads all of K), then one TMA store each (FlashAttention-3's
-  // epilogue): 4-byte stores straight to global memory cost the CTA several microseconds
-  // after its last tile, a few tiles' time at 1k keys (docs/perf-notes.md).
-  auto epilogue_barrier = [] {
-    cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kEpilogue));
-  };
-  Tensor sDK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
-  Tensor sDV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-  auto store_shared_rows = [](auto const& acc, auto&& tile, float scale) {
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc); i += 2) {  // column pairs: 4 bytes, conflict-free in the 128-byte swizzle
-      Element pair[2] = {Element(acc(i) * scale), Element(acc(i + 1) * scale)};
-      *reinterpret_cast<uint32_t*>(&tile(i)) = *reinterpret_cast<uint32_t const*>(pair);
-    }
-  };
-  epilogue_barrier();
-  store_shared_rows(acc_dv, epilogue_dv.partition_C(sDV), 1.f);
-  store_shared_rows(acc_dk, epilogue_dk.partition_C(sDK), params.softmax_scale);
-  cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
-  epilogue_barrier();
-  if (fresh_thread_index() == Traits::kProducerThreads) {
-    auto block_of = [&](auto const& tma, auto const& shape, auto block_shape) {
-      Tensor rows = domain_offset(make_coord(seq_k.offset, _0{}), tma.get_tma_tensor(shape)(_, _, kv_head, batch_k));
-      return local_tile(rows, block_shape, make_coord(n_block, _0{}));
-    };
-    auto tma_dk = params.tma_dk.get_slice(_0{});
-    auto tma_dv = params.tma_dv.get_slice(_0{});
-    copy(params.tma_dv, tma_dv.partition_S(sDV),
-         tma_dv.partition_D(block_of(params.tma_dv, params.shape_v,
-                                     Shape<typename Traits::BlockN, typename Traits::HeadDimV>{})));
-    copy(params.tma_dk, tma_dk.partition_S(sDK),
-         tma_dk.partition_D(block_of(params.tma_dk, params.shape_k,
-                                     Shape<typename Traits::BlockN, typename Traits::HeadDim>{})));
-    tma_store_arrive();
-    tma_store_wait<0>();  // the shared memory must outlive the TMA's reads of it
-  }
+  store_dk_dv<Traits>(params, storage, acc_dv, acc_dk, n_block, kv_head, batch_k, seq_k);
 }
 
 }  // namespace warpflash::kernels

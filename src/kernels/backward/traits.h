@@ -183,8 +183,8 @@ struct BackwardTraits {
 
   template <class Dim>
   using GmemLayout = Layout<Shape<int, Dim, int, int>, Stride<int64_t, _1, int64_t, int64_t>>;
-  template <class Dim>
-  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout<Dim>{}));
+  template <class Dim, class T = Element const>  // T: Element for the outputs
+  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<T*>(nullptr)), GmemLayout<Dim>{}));
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDim>{}, take<0, 2>(SmemLayoutQ{}),
                                       Shape<BlockM, HeadDim>{}, _1{}));
   using TmaDO = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDimV>{}, take<0, 2>(SmemLayoutDO{}),
@@ -194,11 +194,9 @@ struct BackwardTraits {
   using TmaV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor<HeadDimV>{}, SmemLayoutV{},
                                       Shape<BlockN, HeadDimV>{}, _1{}));
   // dK and dV leave from K's and V's shared-memory tiles (in K's and V's layouts).
-  template <class Dim>
-  using GmemTensorOut = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout<Dim>{}));
-  using TmaDK = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorOut<HeadDim>{}, SmemLayoutK{},
+  using TmaDK = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDim, Element>{}, SmemLayoutK{},
                                        Shape<BlockN, HeadDim>{}, _1{}));
-  using TmaDV = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorOut<HeadDimV>{}, SmemLayoutV{},
+  using TmaDV = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDimV, Element>{}, SmemLayoutV{},
                                        Shape<BlockN, HeadDimV>{}, _1{}));
   // The fp32 dQ accumulator as (heads x padded rows, head dim), row-major.
   using GmemLayoutDQ = Layout<Shape<int, HeadDim>, Stride<HeadDim, _1>>;
