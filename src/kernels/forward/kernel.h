@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                         Traits::kFp8 ? Traits::kTransposeThreads : Traits::kConsumerThreads);
   // FP8: V^T from the transposing warps to the consumers.
   int transpose_tid = threadIdx.x - cutlass::NumThreadsPerWarp;
-  bool is_transposer = Traits::kFp8 && is_producer && transpose_tid >= 0;
+  bool is_transposer = Traits::kFp8 && is_producer && transpose_tid >= 0 && transpose_tid < Traits::kTransposeThreads;
   auto make_pipeline_vt = [&] {
     if constexpr (Traits::kFp8) {
       typename Traits::PipelineVt::Params params_vt;
@@ -205,8 +205,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if constexpr (Traits::kFp8) {
       if (is_transposer) {
         // Every K/V block of the CTA's tiles, in the order the producer loads them.
-        Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
-        Tensor sVt = make_tensor(make_smem_ptr(storage.vt.data()), typename Traits::SmemLayoutVt{});
         typename PipelineKV::PipelineState read_v;
         auto write_vt = cutlass::make_producer_start_state<typename Traits::PipelineVt>();
         for_each_tile(static_index, [&](int, unsigned, TileCoord, TileWork const& work) {
@@ -214,7 +212,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           for (int n_block = work.n_block_begin; n_block < work.n_block_end; ++n_block) {
             pipeline_v.consumer_wait(read_v);
             pipeline_vt.producer_acquire(write_vt);
-            TransposeV<Traits>::block(sV, sVt, read_v.index(), write_vt.index(), transpose_tid);
+            TransposeV<Traits>::block(storage.v.data(), storage.vt.data(), read_v.index(), write_vt.index(), transpose_tid);
             cutlass::arch::fence_view_async_shared();  // the WGMMAs read V^T through the async proxy
             pipeline_vt.producer_commit(write_vt);
             storage.pipeline_v.empty_barrier_[read_v.index()].arrive();

@@ -1,0 +1,32 @@
+"""Runs one FP8 forward problem a few times, for a profiler to pick one launch: warpflash's
+FP8 kernel or FlashAttention-3's (PyPI fa3-fwd) on the same e4m3 inputs, the paper's
+workload (16k tokens, hidden 2048), descales 1.
+
+    ncu --kernel-name regex:'forward_kernel|Fwd' --launch-skip 3 --launch-count 1 \
+        python3 bench/fp8_profile.py {warpflash|fa3} HEAD_DIM CAUSAL SEQLEN
+"""
+import sys
+
+import torch
+
+from bench_common import batch_for, HIDDEN
+
+
+def main():
+    impl, head_dim, causal, seqlen = sys.argv[1], int(sys.argv[2]), bool(int(sys.argv[3])), int(sys.argv[4])
+    batch, heads = batch_for(seqlen), HIDDEN // head_dim
+    q, k, v = (torch.randn(batch, seqlen, heads, head_dim, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    if impl == "warpflash":
+        import warpflash
+        run = lambda: warpflash.flash_attn_func(q, k, v, causal=causal)  # noqa: E731
+    else:
+        import fa3_fwd._C  # noqa: F401  (registers its operators)
+        import fa3_fwd_interface
+        run = lambda: fa3_fwd_interface.flash_attn_func(q, k, v, causal=causal)  # noqa: E731
+    for _ in range(5):
+        run()
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
