@@ -35,7 +35,8 @@ done
 cd bench
 for pass in $(seq ${PASSES:-2}); do
   for name in "$@"; do
-    PYTHONPATH=/tmp/pkg-$name:/tmp/site timeout 200 python3 fp8.py ${FP8_ARGS:---head-dims 64,128,256 --seqlens 1024,4096,16384 --iters 30} \
+    args_of=FP8_ARGS_$name; args=${!args_of:-${FP8_ARGS:---head-dims 64,128,256 --seqlens 1024,4096,16384 --iters 30}}
+    PYTHONPATH=/tmp/pkg-$name:/tmp/site timeout 300 python3 fp8.py $args \
       > $R/fp8-$name-$pass.log 2>&1; echo "bench $name pass $pass rc=$?"
     grep -v "^#" $R/fp8-$name-$pass.log | awk 'NF>3' | head -40
   done

@@ -122,16 +122,26 @@ constexpr ForwardVariant forward_variant(int head_dim, bool causal, int64_t seql
 // consumers spilled 8 bytes with it, so their splits stay equal pieces per tile.
 constexpr bool split_runs_compiled(int head_dim, int head_dim_v) { return !(head_dim == 192 && head_dim_v == 192); }
 
-// FP8 (e4m3 Q, K, V; one variant, the general loop): 128 x 128 tiles, K, V and the V^T
-// copy in two stages each; d=256 128 x 64 (with 128 keys its consumers would hold 208
-// registers of accumulators and P, and V^T leaves no room for the O buffer).
-constexpr ForwardTileConfig forward_tile_config_fp8(int head_dim) {
+// FP8 (e4m3 Q, K, V; the general loop): 128 x 128 tiles, K, V and the V^T copy in two
+// stages each; d=256 128 x 64 (with 128 keys its consumers would hold 208 registers of
+// accumulators and P, and V^T leaves no room for the O buffer). d=128's kLong, from 4k
+// keys: 128 x 192 (FlashAttention-3 runs 128 x 224): half the O rescales and block
+// overheads per score, +10-20% at 4k-16k but -2% at 1k and -14% at causal 1k on an H100
+// (docs/perf-notes.md). Not with K or V scales per 128 rows, which a 192-key block crosses.
+constexpr int kFp8LongMinSeqlenK = 4096;
+constexpr ForwardVariant forward_variant_fp8(int head_dim, int64_t seqlen_k, int64_t key_span,
+                                             bool kv_scales_per_128_rows) {
+  bool is_long = head_dim == 128 && seqlen_k >= kFp8LongMinSeqlenK && key_span >= kFp8LongMinSeqlenK;
+  return is_long && !kv_scales_per_128_rows ? ForwardVariant::kLong : ForwardVariant::kDefault;
+}
+constexpr ForwardTileConfig forward_tile_config_fp8(int head_dim, ForwardVariant variant) {
+  if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 192, 2, 2};
   return head_dim == 256 ? ForwardTileConfig{128, 64, 2, 2} : ForwardTileConfig{128, 128, 2, 2};
 }
 
 constexpr ForwardTileConfig forward_tile_config(int head_dim, int head_dim_v,
                                                 ForwardVariant variant = ForwardVariant::kDefault, bool fp8 = false) {
-  if (fp8) return forward_tile_config_fp8(head_dim);
+  if (fp8) return forward_tile_config_fp8(head_dim, variant);
 #if defined(WARPFLASH_TILES_D64C)
   if (variant == ForwardVariant::kShortCausal) return WARPFLASH_TILES_OVERRIDE(64C);
 #endif

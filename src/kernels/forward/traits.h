@@ -60,7 +60,7 @@ struct ForwardTraits {
   // d=256's short kernel (O through the Q buffer) needs 40 for its producer thread's loop
   // over Q and packed K/V coordinates (32 spilled 8 bytes once the producer also passed
   // tile indices on), and its consumers fit in 232: 40 + 2 x 232 = 504.
-  // FP8: two warps of the producer warpgroup transpose V (transpose_v.h): 56 + 2 x 224
+  // FP8: two or three warps of the producer warpgroup transpose V (transpose_v.h): 56 + 2 x 224
   // = 504 (the consumers' S, O and P accumulators need no more than 224).
   // With three consumer warpgroups the producer takes the 32 that 512 leaves: its loop
   // over the tiles also derives split-KV's piece (kernel.h), which spilled 8 bytes in 24.
@@ -170,8 +170,10 @@ struct ForwardTraits {
   using SmemLayoutVt = std::conditional_t<
       kFp8, decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<HeadDimV, BlockN, Stages>{})),
       decltype(composition(SmemLayoutV{}, make_ordered_layout(Shape<HeadDimV, BlockN, Stages>{}, Step<_2, _1, _3>{})))>;
-  // Producer warps 1 and 2 transpose V; warp 0's first thread loads.
-  static constexpr int kTransposeThreads = kFp8 ? 2 * 32 : 0;
+  // Producer warps 1 and 2 transpose V (3 where a block has a multiple of three 16-key
+  // groups, as d=128's 192: transpose_v.h gives each warp a power-of-two run of them);
+  // warp 0's first thread loads.
+  static constexpr int kTransposeThreads = kFp8 ? (kBlockN / 16 % 3 == 0 ? 3 : 2) * 32 : 0;
   using PipelineVt = cutlass::PipelineAsync<kStages>;
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;

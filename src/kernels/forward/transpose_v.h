@@ -1,6 +1,6 @@
 // FP8's in-kernel transpose of V (the FlashAttention-3 paper, section 3.3): the FP8 WGMMA
 // reads both operands K-major, so for O += P V the keys of V must be contiguous. TMA
-// loads V as it lies in memory (keys by rows); two warps of the producer warpgroup copy
+// loads V as it lies in memory (keys by rows); two or three warps of the producer warpgroup copy
 // each block into a V^T buffer (head_dim rows of block_n keys) while the consumers compute,
 // without another pass over global memory.
 //
