@@ -16,7 +16,8 @@ using ForwardLauncher = Status (*)(const ForwardArgs& args, float softmax_scale,
 // Packed or split problems run the general loop, never a clustered kernel.
 inline kernels::ForwardVariant forward_variant_of(const ForwardArgs& args, const kernels::ForwardPlan& plan = {}) {
   if (args.dtype == DType::kFloat8E4M3) {
-    bool kv_scales_per_128_rows = (args.k_block_scale != nullptr || args.v_block_scale != nullptr) && args.kv_block_rows != 0;
+    bool kv_scales_per_128_rows =
+        (args.k_block_scale != nullptr || args.v_block_scale != nullptr) && args.kv_block_rows != 0;
     return kernels::forward_variant_fp8(static_cast<int>(args.shape.head_dim), args.shape.seqlen_k,
                                         kernels::longest_key_span(args), kv_scales_per_128_rows);
   }

@@ -5,20 +5,13 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 
+#include "kernels/attention/special_registers.h"
 #include "kernels/backward/dq_writer.h"
 #include "kernels/backward/traits.h"
 
 namespace warpflash::kernels {
 
 using namespace cute;
-
-// threadIdx.x read again where it is used (asm volatile: not hoisted), for values that
-// would otherwise stay live across the main loop and spill.
-CUTE_DEVICE int fresh_thread_index() {
-  int thread;
-  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(thread));
-  return thread;
-}
 
 // A TMA tensor's rows of one head and batch from a sequence's first row: packed sequences
 // start at their offset in batch 0's token dimension (as the forward's loads).

@@ -9,6 +9,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 
 #include "kernels/forward/epilogue.h"
+#include "kernels/attention/special_registers.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/forward/loads.h"
 #include "kernels/forward/mainloop.h"
@@ -17,14 +18,6 @@
 namespace warpflash::kernels {
 
 using namespace cute;
-
-// gridDim.x, read again at each use: held through the tile loop, it was what the general
-// loop's producer thread spilled (ptxas kept it in a register rather than reloading it).
-CUTE_DEVICE unsigned grid_size() {
-  unsigned size;
-  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(size));
-  return size;
-}
 
 // FP8's descale of a tile's (batch, K/V head), 1 where none is given.
 template <class Params>
