@@ -128,6 +128,11 @@ constexpr bool split_runs_compiled(int head_dim, int head_dim_v) { return !(head
 // keys: 128 x 192 (FlashAttention-3 runs 128 x 224): half the O rescales and block
 // overheads per score, +10-20% at 4k-16k but -2% at 1k and -14% at causal 1k on an H100
 // (docs/perf-notes.md). Not with K or V scales per 128 rows, which a 192-key block crosses.
+// d=64: 192 x 128 in three consumer warpgroups (FlashAttention-3 runs 192 x 160): more
+// softmax in flight beside the short GEMMs, whose exponentials bound d=64. Over 128 x 128
+// (H100): +11-39% non-causal, +3-33% causal from 2k, but -12% / -10% at causal 512 / 1k
+// (a third more masked scores), where the budget leaves no second d=64 FP8 kernel
+// (docs/perf-notes.md).
 constexpr int kFp8LongMinSeqlenK = 4096;
 constexpr ForwardVariant forward_variant_fp8(int head_dim, int64_t seqlen_k, int64_t key_span,
                                              bool kv_scales_per_128_rows) {
@@ -136,6 +141,7 @@ constexpr ForwardVariant forward_variant_fp8(int head_dim, int64_t seqlen_k, int
 }
 constexpr ForwardTileConfig forward_tile_config_fp8(int head_dim, ForwardVariant variant) {
   if (variant == ForwardVariant::kLong) return ForwardTileConfig{128, 192, 2, 2};
+  if (head_dim == 64) return ForwardTileConfig{192, 128, 2, 3};
   return head_dim == 256 ? ForwardTileConfig{128, 64, 2, 2} : ForwardTileConfig{128, 128, 2, 2};
 }
 

@@ -277,7 +277,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       cutlass::arch::warpgroup_reg_alloc<kGeneralLoop ? Traits::kGeneralConsumerRegisters : Traits::kConsumerRegisters>();
     }
     int consumer_tid = threadIdx.x - Traits::kProducerThreads;
-    PingpongScheduler<Traits::kConsumerWarpgroups> pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
+    using Pingpong = PingpongScheduler<Traits::kConsumerWarpgroups, Traits::kPingpongTurns>;
+    Pingpong pingpong{consumer_tid / cutlass::NumThreadsPerWarpGroup};
     pingpong.start();
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization

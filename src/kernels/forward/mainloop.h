@@ -228,9 +228,10 @@ struct ForwardMainloop {
     // The general mask: which blocks need masking are two thresholds per tile (mask.h),
     // compared per block, and the mask itself is derived again only in such a block, not
     // held through the loop (d=256's consumers have no registers for it).
-    // (Not in d=64's three consumer warpgroups of 160 registers: holding the thresholds
-    // spilled there; they test each block instead.)
-    constexpr bool kHoldThresholds = kGeneralMask && Traits::kConsumerWarpgroups == 2;
+    // (Not in d=64's three BF16 consumer warpgroups of 160 registers: holding the thresholds
+    // spilled there; they derive the tile's mask again and test each block instead, ~280
+    // instructions a warp per block. FP8's P takes half the registers.)
+    constexpr bool kHoldThresholds = kGeneralMask && (Traits::kConsumerWarpgroups == 2 || Traits::kFp8);
     int right_mask_begin = 0, left_mask_end = 0;
     if constexpr (kHoldThresholds) {
       AttentionMask const mask =

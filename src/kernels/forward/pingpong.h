@@ -21,7 +21,8 @@ enum class ForwardBarrier : uint32_t {
   kGatheredV = 7,      // ... of a V block (paged_kv.h)
 };
 
-template <int kConsumerWarpgroups>
+// kEnabled = false: no turns (the warpgroups issue their GEMMs as they are ready).
+template <int kConsumerWarpgroups, bool kEnabled = kPingpong>
 struct PingpongScheduler {
   // One warpgroup waits while the one before it arrives.
   static constexpr uint32_t kThreads = 2 * cutlass::NumThreadsPerWarpGroup;
@@ -33,19 +34,19 @@ struct PingpongScheduler {
 
   // Gives the first turn to consumer warpgroup 0.
   CUTE_DEVICE void start() const {
-    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+    if constexpr (kEnabled && kConsumerWarpgroups > 1) {
       if (consumer_warpgroup == kConsumerWarpgroups - 1) cutlass::arch::NamedBarrier::arrive(kThreads, barrier_of(0));
     }
   }
 
   CUTE_DEVICE void wait_turn() const {
-    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+    if constexpr (kEnabled && kConsumerWarpgroups > 1) {
       cutlass::arch::NamedBarrier::sync(kThreads, barrier_of(consumer_warpgroup));
     }
   }
 
   CUTE_DEVICE void pass_turn() const {
-    if constexpr (kPingpong && kConsumerWarpgroups > 1) {
+    if constexpr (kEnabled && kConsumerWarpgroups > 1) {
       cutlass::arch::NamedBarrier::arrive(kThreads, barrier_of((consumer_warpgroup + 1) % kConsumerWarpgroups));
     }
   }

@@ -64,9 +64,11 @@ struct ForwardTraits {
   // = 504 (the consumers' S, O and P accumulators need no more than 224).
   // With three consumer warpgroups the producer takes the 32 that 512 leaves: its loop
   // over the tiles also derives split-KV's piece (kernel.h), which spilled 8 bytes in 24.
+  // FP8's (d=64) takes 40 for the transposing warps (32 spilled 24 bytes in their block
+  // loop), its consumers 152 for S, O and P of 64 x 128: 40 + 3 x 152 = 496.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
   static constexpr int kProducerRegisters =
-      kFp8 ? 56 : kRoomyProducer ? 40 : kConsumerWarpgroups == 3 ? 32 : 24;
+      kFp8 ? (kConsumerWarpgroups == 3 ? 40 : 56) : kRoomyProducer ? 40 : kConsumerWarpgroups == 3 ? 32 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
   // to spare: they compute the tile's coordinates again for the epilogue instead of
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
@@ -77,7 +79,7 @@ struct ForwardTraits {
   // (mainloop.h, q_operand): 12-16 K slices of Q, or wide S tiles.
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
   static constexpr int kConsumerRegisters =
-      kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : 160;
+      kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : (kFp8 ? 152 : 160);
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
@@ -100,6 +102,10 @@ struct ForwardTraits {
   // end and the next issue. With the above, d=128: +0.5-1% at 1k-8k, +5% at causal 16k's
   // 128 x 160 tiles (non-causal 16k varies 665-747 TFLOP/s between runs).
   static constexpr bool kRescaleOBeforePv = kSoftmaxBeforePvWait;
+  // The consumer warpgroups take turns at the tensor cores (pingpong.h), except FP8 below
+  // d=128, as FlashAttention-3: the GEMMs there are too short to keep in turn for the
+  // softmax, and the three warpgroups of d=64 ran 2-4% faster without turns (H100).
+  static constexpr bool kPingpongTurns = kPingpong && !(kFp8 && kHeadDim < 128);
   // The K/V multicast needs the producer warpgroup (the ablation's consumer that loads
   // does not wait for the partner CTA's releases).
   static constexpr int kClusterM = kWarpSpecialization ? kConfig.cluster_m : 1;
