@@ -4,7 +4,7 @@
 # (.whl) on the same inputs, the package relinked on each library.
 #   round.sh LIB...   env: TESTS_LIB (GPU tests binary build-stage/tests/gpu_tests_<lib>),
 #   TEST_FILTER, SANITIZE (a gtest filter for memcheck/racecheck), FP8_ARGS[_<lib>], PASSES,
-#   GENERAL_LIBS (libraries that also run general_d64.py, BF16), PYTEST (pytest arguments, on
+#   FP8_BENCH=0 (no bench/fp8.py), GENERAL_LIBS (libraries that also run general_d64.py, BF16), PYTEST (pytest arguments, on
 #   the first library's package), PROFILE ("D CAUSAL SEQLEN" points for ncu, warpflash and FA3)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -40,9 +40,11 @@ cd bench
 for pass in $(seq ${PASSES:-2}); do
   for name in "$@"; do
     args_of=FP8_ARGS_$name; args=${!args_of:-${FP8_ARGS:---head-dims 64 --iters 30}}
-    PYTHONPATH=/tmp/pkg-$name:/tmp/site timeout 300 python3 fp8.py $args > $R/fp8-$name-$pass.log 2>&1
-    echo "bench $name pass $pass rc=$?"
-    grep -v "^#" $R/fp8-$name-$pass.log | awk -F'|' 'NF>8 {print $2,$3,$4,"|",$5,$6,$7,$8}' | head -40
+    if [ "${FP8_BENCH:-1}" = 1 ]; then
+      PYTHONPATH=/tmp/pkg-$name:/tmp/site timeout 300 python3 fp8.py $args > $R/fp8-$name-$pass.log 2>&1
+      echo "bench $name pass $pass rc=$?"
+      grep -v "^#" $R/fp8-$name-$pass.log | awk -F'|' 'NF>8 {print $2,$3,$4,"|",$5,$6,$7,$8}' | head -40
+    fi
     if [ -n "${GENERAL_LIBS:-}" ] && [[ " $GENERAL_LIBS " == *" $name "* ]]; then
       (cd .. && PYTHONPATH=/tmp/pkg-$name:/tmp/site timeout 120 python3 docs/results/2026-12-05-thirty-second/general_d64.py \
         > $R/general-$name-$pass.log 2>&1); echo "general $name pass $pass rc=$?"; cat $R/general-$name-$pass.log | tail -4
