@@ -41,11 +41,20 @@ void expect_error(const ForwardArgs& args, StatusCode code, const std::vector<st
   }
 }
 
-TEST(Validation, AcceptsValidArguments) {
+// The tests validate BF16 problems: a build without BF16 kernels (WARPFLASH_DTYPES) skips
+// them.
+class Validation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (compiled_head_dims(DType::kBFloat16).empty()) GTEST_SKIP() << "no bf16 kernels in this build (WARPFLASH_DTYPES)";
+  }
+};
+
+TEST_F(Validation, AcceptsValidArguments) {
   EXPECT_TRUE(validate_forward(valid_args()).ok()) << validate_forward(valid_args()).message();
 }
 
-TEST(Validation, NullPointers) {
+TEST_F(Validation, NullPointers) {
   for (auto member : {&ForwardArgs::q, &ForwardArgs::k, &ForwardArgs::v, &ForwardArgs::o}) {
     ForwardArgs args = valid_args();
     (args.*member).data = nullptr;
@@ -53,7 +62,7 @@ TEST(Validation, NullPointers) {
   }
 }
 
-TEST(Validation, HeadDimNotCompiledListsTheCompiledOnes) {
+TEST_F(Validation, HeadDimNotCompiledListsTheCompiledOnes) {
   ForwardArgs args = valid_args();
   args.shape.head_dim = 80;
   std::string listed;
@@ -71,7 +80,7 @@ TEST(Validation, HeadDimNotCompiledListsTheCompiledOnes) {
 }
 
 // (192, 128): a V head dim of its own, where the build has it.
-TEST(Validation, ValueHeadDimOfItsOwn) {
+TEST_F(Validation, ValueHeadDimOfItsOwn) {
   bool compiled = false;
   for (HeadDims dims : compiled_head_dim_pairs(DType::kBFloat16)) compiled |= dims.qk == 192 && dims.v == 128;
   if (!compiled) GTEST_SKIP() << "d=192/128 not compiled";
@@ -82,13 +91,13 @@ TEST(Validation, ValueHeadDimOfItsOwn) {
   EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
 }
 
-TEST(Validation, HeadsQNotAMultipleOfHeadsKv) {
+TEST_F(Validation, HeadsQNotAMultipleOfHeadsKv) {
   ForwardArgs args = valid_args();
   args.shape.heads_kv = 3;
   expect_error(args, StatusCode::kInvalidArgument, {"shape.heads_q = 8", "shape.heads_kv = 3"});
 }
 
-TEST(Validation, NegativeOrZeroSizes) {
+TEST_F(Validation, NegativeOrZeroSizes) {
   ForwardArgs args = valid_args();
   args.shape.batch = -1;
   expect_error(args, StatusCode::kInvalidArgument, {"shape.batch = -1", "0 to"});
@@ -100,7 +109,7 @@ TEST(Validation, NegativeOrZeroSizes) {
   expect_error(args, StatusCode::kInvalidArgument, {"shape.heads_kv = 0", "1 to"});
 }
 
-TEST(Validation, SizesThatOverflowTheKernelIndexTypes) {
+TEST_F(Validation, SizesThatOverflowTheKernelIndexTypes) {
   ForwardArgs args = valid_args();
   args.shape.seqlen_q = int64_t(1) << 31;
   expect_error(args, StatusCode::kInvalidArgument, {"shape.seqlen_q = 2147483648", "out of range"});
@@ -110,13 +119,13 @@ TEST(Validation, SizesThatOverflowTheKernelIndexTypes) {
   expect_error(args, StatusCode::kInvalidArgument, {"tiles exceeds"});
 }
 
-TEST(Validation, MisalignedPointer) {
+TEST_F(Validation, MisalignedPointer) {
   ForwardArgs args = valid_args();
   args.k.data = fake_pointer(0x10002);
   expect_error(args, StatusCode::kInvalidArgument, {"k.data = 0x10002", "16-byte aligned"});
 }
 
-TEST(Validation, StridesThatBreakTmaAlignment) {
+TEST_F(Validation, StridesThatBreakTmaAlignment) {
   ForwardArgs args = valid_args();
   args.v.seqlen_stride += 1;
   expect_error(args, StatusCode::kInvalidArgument, {"v.seqlen_stride", "multiples of 8 elements"});
@@ -128,14 +137,14 @@ TEST(Validation, StridesThatBreakTmaAlignment) {
   expect_error(args, StatusCode::kInvalidArgument, {"o.batch_stride"});
 }
 
-TEST(Validation, StrideOfASizeOneDimensionIsIgnored) {
+TEST_F(Validation, StrideOfASizeOneDimensionIsIgnored) {
   ForwardArgs args = valid_args();
   args.shape.batch = 1;
   args.q.batch_stride = 3;  // never used
   EXPECT_TRUE(validate_forward(args).ok()) << validate_forward(args).message();
 }
 
-TEST(Validation, SoftmaxScale) {
+TEST_F(Validation, SoftmaxScale) {
   ForwardArgs args = valid_args();
   args.softmax_scale = -1.f;
   expect_error(args, StatusCode::kInvalidArgument, {"softmax_scale = -1"});
@@ -143,26 +152,26 @@ TEST(Validation, SoftmaxScale) {
   expect_error(args, StatusCode::kInvalidArgument, {"softmax_scale"});
 }
 
-TEST(Validation, UnknownDtype) {
+TEST_F(Validation, UnknownDtype) {
   ForwardArgs args = valid_args();
   args.dtype = static_cast<DType>(42);
   expect_error(args, StatusCode::kInvalidArgument, {"dtype = 42", "float16, bfloat16"});
 }
 
-TEST(Validation, LseMisaligned) {
+TEST_F(Validation, LseMisaligned) {
   ForwardArgs args = valid_args();
   args.lse = reinterpret_cast<float*>(0x10002);
   expect_error(args, StatusCode::kInvalidArgument, {"lse = 0x10002", "4-byte aligned"});
 }
 
-TEST(Validation, WorkspaceMisaligned) {
+TEST_F(Validation, WorkspaceMisaligned) {
   ForwardArgs args = valid_args();
   args.workspace = reinterpret_cast<void*>(0x10008);
   args.workspace_bytes = 1 << 20;
   expect_error(args, StatusCode::kInvalidArgument, {"workspace = 0x10008", "16-byte aligned"});
 }
 
-TEST(Validation, EmptyProblemsAreValidWithoutPointers) {
+TEST_F(Validation, EmptyProblemsAreValidWithoutPointers) {
   ForwardArgs args;
   args.shape = {0, 100, 100, 4, 4, compiled_head_dims(DType::kBFloat16).at(0)};
   EXPECT_TRUE(validate_forward(args).ok());
@@ -177,7 +186,7 @@ TEST(Validation, EmptyProblemsAreValidWithoutPointers) {
 }
 
 // The masking, softcap and varlen options: each bad value is named.
-TEST(Validation, MaskSoftcapAndVarlenOptions) {
+TEST_F(Validation, MaskSoftcapAndVarlenOptions) {
   ForwardArgs args = valid_args();
   args.window_left = -2;
   expect_error(args, StatusCode::kInvalidArgument, {"window_size = (-2, -1)", "-1 (unbounded) or >= 0"});
@@ -218,7 +227,7 @@ TEST(Validation, MaskSoftcapAndVarlenOptions) {
 // forward() itself (not only its validation) with fake pointers: without a GPU it says
 // there is no usable device, on another GPU that it needs a Hopper one, on a Hopper GPU
 // that q.data is not device memory. Whatever the machine, nothing launches.
-TEST(Validation, NumSplits) {
+TEST_F(Validation, NumSplits) {
   ForwardArgs args = valid_args();
   for (int64_t splits : {int64_t(0), int64_t(1), int64_t(2), int64_t(128)}) {
     args.num_splits = splits;
@@ -238,7 +247,7 @@ TEST(Validation, NumSplits) {
   expect_error(args, StatusCode::kNotSupported, {"num_splits = 4", "seqused_q"});
 }
 
-TEST(Validation, KvBatchIdx) {
+TEST_F(Validation, KvBatchIdx) {
   ForwardArgs args = valid_args();
   int rows[2] = {3, 0};
   args.kv_batch_idx = rows;
@@ -267,7 +276,7 @@ ForwardArgs paged_args() {
   return args;
 }
 
-TEST(Validation, PagedKv) {
+TEST_F(Validation, PagedKv) {
   EXPECT_TRUE(validate_forward(paged_args()).ok()) << validate_forward(paged_args()).message();
   ForwardArgs args = paged_args();
   args.max_pages = 11;
@@ -294,7 +303,7 @@ TEST(Validation, PagedKv) {
   expect_error(args, StatusCode::kInvalidArgument, {"page_size = 16", "without page_table"});
 }
 
-TEST(Validation, LeftpadK) {
+TEST_F(Validation, LeftpadK) {
   int pads[2] = {3, 0};
   for (ForwardArgs args : {valid_args(), paged_args()}) {
     args.leftpad_k = pads;
@@ -310,7 +319,7 @@ TEST(Validation, LeftpadK) {
   }
 }
 
-TEST(Validation, ForwardWithFakePointersFailsWithTheReason) {
+TEST_F(Validation, ForwardWithFakePointersFailsWithTheReason) {
   Status status = forward(valid_args());
   int devices = 0, major = 0, minor = 0;
   bool any_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
