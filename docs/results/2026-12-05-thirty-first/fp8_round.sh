@@ -17,21 +17,10 @@ if [ -n "${TESTS:-}" ]; then
     echo "$tool rc=$?"; tail -n 3 $R/fp8-$tool.log
   done
 fi
-# The extension once (on the first library), then relinked on each library into its own
-# copy of the package.
-rm -rf build-python
+# The package once per library (scripts/package_per_library.sh).
 first=$1
-WARPFLASH_PREBUILT_LIB=$PWD/build-stage/libs/$first.a timeout 300 python3 setup.py build_ext -v > $R/ext.log 2>&1 || { echo ext failed; tail -30 $R/ext.log; }
-so=$(find build-python -name "_C*.so" | head -1); soname=$(basename $so)
-link=$(grep -- "-shared" $R/ext.log | grep -- "$first.a" | tail -1)
-for name in "$@"; do
-  mkdir -p /tmp/pkg-$name; cp -r python/warpflash /tmp/pkg-$name/
-  cmd=${link//build-stage\/libs\/$first.a/build-stage\/libs\/$name.a}
-  cmd=${cmd//$PWD\/$so/\/tmp\/pkg-$name\/warpflash\/$soname}
-  cmd=${cmd//$so/\/tmp\/pkg-$name\/warpflash\/$soname}
-  eval "$cmd" > $R/link-$name.log 2>&1 || { echo "link $name failed"; tail $R/link-$name.log; }
-  ls -la /tmp/pkg-$name/warpflash/$soname
-done
+scripts/package_per_library.sh $R "$@"
+for name in "$@"; do ls -la /tmp/pkg-$name/warpflash/_C*.so; done
 cd bench
 for pass in $(seq ${PASSES:-2}); do
   for name in "$@"; do
