@@ -115,6 +115,33 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
   }
 }
 
+// Each threshold alone covers its side: masking, in a block at or past right_mask_begin,
+// the scores at or past their row's key_end and, in a block before left_mask_end, those
+// before their row's key_begin masks exactly the invisible scores of every visited block
+// (so a loop holding the thresholds may mask each bound in a pass of its own).
+TEST(Mask, OneSidedPassesByThresholdMaskExactly) {
+  const int bm = 4, bn = 3;
+  for (MaskCase c : kMaskCases) {
+    for (int sq = 1; sq <= 13; ++sq) {
+      for (int sk = 0; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        for (int m = 0; m * bm < sq; ++m) {
+          int right = mask.right_mask_begin(m, bm, bn), left = mask.left_mask_end(m, bm, bn);
+          for (int n = mask.n_block_begin(m, bm, bn); n < mask.n_block_end(m, bm, bn); ++n) {
+            for (int row = m * bm; row < std::min((m + 1) * bm, sq); ++row) {
+              for (int col = n * bn; col < (n + 1) * bn; ++col) {
+                bool masked = (n >= right && col >= mask.key_end(row)) || (n < left && col < mask.key_begin(row));
+                EXPECT_EQ(masked, !(mask.visible(row, col) && col < sk))
+                    << "row " << row << ", col " << col << ", " << mask_case_name(c, sq, sk);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Packed GQA (decode): `pack` query rows per position. Each row sees exactly its
 // position's keys, and the block ranges and mask-free blocks of tiles of packed rows are
 // exact as above.
