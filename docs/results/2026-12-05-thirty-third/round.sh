@@ -4,7 +4,7 @@
 # packed into build-carry/stage-*.txz (README.md: which holds what), the peers' wheels in .whl.
 #   round.sh LIB...   env: TESTS_LIB (the GPU tests of those builds in 4 shards; TEST_FILTER_<lib>:
 #   a gtest filter, default all),
-#   SANITIZE (a gtest filter for memcheck and racecheck on TESTS_LIB), GENERAL=1
+#   SANITIZE (a gtest filter for memcheck and racecheck on the first of TESTS_LIB), GENERAL=1
 #   (general_loop.py, 16-bit, per library), FP8_ARGS (bench/fp8.py's, per library; empty:
 #   none), PASSES (default 2), QUANT_SEED (the quantizer's GPU tests of TESTS_LIB again, three
 #   times with WARPFLASH_TEST_SEED=QUANT_SEED).
@@ -34,7 +34,7 @@ for lib in ${TESTS_LIB:-}; do
       --gtest_filter='Shapes/QuantizeGpuTest.*' > $R/quantize-seed-$lib.log 2>&1
     echo "quantizer tests seed $QUANT_SEED $lib rc=$?"; grep -E '^\[  (PASSED|FAILED)' $R/quantize-seed-$lib.log | head
   fi
-  if [ -n "${SANITIZE:-}" ]; then
+  if [ -n "${SANITIZE:-}" ] && [ "$lib" = "${TESTS_LIB%% *}" ]; then
     for tool in memcheck racecheck; do
       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $bin --gtest_brief=1 --gtest_filter="$SANITIZE" > $R/$tool-$lib.log 2>&1
       echo "$tool $lib rc=$?"; tail -n 2 $R/$tool-$lib.log
