@@ -85,34 +85,39 @@ TEST(Mask, VisibleMatchesTheReference) {
   }
 }
 
+// Calls f(c, sq, sk, mask, m) for every mask case, sequence lengths sq in 1..13 and sk in
+// 0..13, and Q tile m of bm rows.
+template <class F>
+void for_each_q_tile(int bm, F&& f) {
+  for (MaskCase c : kMaskCases)
+    for (int sq = 1; sq <= 13; ++sq)
+      for (int sk = 0; sk <= 13; ++sk) {
+        AttentionMask mask = make_mask(c, sq, sk);
+        for (int m = 0; m * bm < sq; ++m) f(c, sq, sk, mask, m);
+      }
+}
+
 // The block range is exactly the blocks with a visible key (blocks outside a window are
 // skipped), and a block reported mask-free has no masked element.
 TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
   const int bm = 4, bn = 3;
-  for (MaskCase c : kMaskCases) {
-    for (int sq = 1; sq <= 13; ++sq) {
-      for (int sk = 0; sk <= 13; ++sk) {
-        AttentionMask mask = make_mask(c, sq, sk);
-        for (int m = 0; m * bm < sq; ++m) {
-          int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
-          NeededBlocks needed;
-          for (int row = m * bm; row < (m + 1) * bm; ++row)
-            for (int col = 0; col < sk; ++col)
-              if (mask.visible(row, col)) needed.add(col / bn);
-          std::string where = mask_case_name(c, sq, sk) + " m=" + std::to_string(m);
-          expect_range(begin, end, needed, where);
-          for (int n = begin; n < end && needed.last >= 0; ++n) {
-            bool by_thresholds = n >= mask.right_mask_begin(m, bm, bn) || n < mask.left_mask_end(m, bm, bn);
-            EXPECT_EQ(by_thresholds, mask.block_needs_mask(m, n, bm, bn)) << "block " << n << ", " << where;
-            if (mask.block_needs_mask(m, n, bm, bn)) continue;
-            for (int row = m * bm; row < (m + 1) * bm; ++row)
-              for (int col = n * bn; col < (n + 1) * bn; ++col)
-                EXPECT_TRUE(mask.visible(row, col) && col < sk) << "block " << n << " claimed mask-free, " << where;
-          }
-        }
-      }
+  for_each_q_tile(bm, [&](MaskCase c, int sq, int sk, const AttentionMask& mask, int m) {
+    int begin = mask.n_block_begin(m, bm, bn), end = mask.n_block_end(m, bm, bn);
+    NeededBlocks needed;
+    for (int row = m * bm; row < (m + 1) * bm; ++row)
+      for (int col = 0; col < sk; ++col)
+        if (mask.visible(row, col)) needed.add(col / bn);
+    std::string where = mask_case_name(c, sq, sk) + " m=" + std::to_string(m);
+    expect_range(begin, end, needed, where);
+    for (int n = begin; n < end && needed.last >= 0; ++n) {
+      bool by_thresholds = n >= mask.right_mask_begin(m, bm, bn) || n < mask.left_mask_end(m, bm, bn);
+      EXPECT_EQ(by_thresholds, mask.block_needs_mask(m, n, bm, bn)) << "block " << n << ", " << where;
+      if (mask.block_needs_mask(m, n, bm, bn)) continue;
+      for (int row = m * bm; row < (m + 1) * bm; ++row)
+        for (int col = n * bn; col < (n + 1) * bn; ++col)
+          EXPECT_TRUE(mask.visible(row, col) && col < sk) << "block " << n << " claimed mask-free, " << where;
     }
-  }
+  });
 }
 
 // Each threshold alone covers its side: masking, in a block at or past right_mask_begin,
@@ -121,25 +126,16 @@ TEST(Mask, BlockRangeAndMaskFreeBlocksAreExact) {
 // (so a loop holding the thresholds may mask each bound in a pass of its own).
 TEST(Mask, OneSidedPassesByThresholdMaskExactly) {
   const int bm = 4, bn = 3;
-  for (MaskCase c : kMaskCases) {
-    for (int sq = 1; sq <= 13; ++sq) {
-      for (int sk = 0; sk <= 13; ++sk) {
-        AttentionMask mask = make_mask(c, sq, sk);
-        for (int m = 0; m * bm < sq; ++m) {
-          int right = mask.right_mask_begin(m, bm, bn), left = mask.left_mask_end(m, bm, bn);
-          for (int n = mask.n_block_begin(m, bm, bn); n < mask.n_block_end(m, bm, bn); ++n) {
-            for (int row = m * bm; row < std::min((m + 1) * bm, sq); ++row) {
-              for (int col = n * bn; col < (n + 1) * bn; ++col) {
-                bool masked = (n >= right && col >= mask.key_end(row)) || (n < left && col < mask.key_begin(row));
-                EXPECT_EQ(masked, !(mask.visible(row, col) && col < sk))
-                    << "row " << row << ", col " << col << ", " << mask_case_name(c, sq, sk);
-              }
-            }
-          }
+  for_each_q_tile(bm, [&](MaskCase c, int sq, int sk, const AttentionMask& mask, int m) {
+    int right = mask.right_mask_begin(m, bm, bn), left = mask.left_mask_end(m, bm, bn);
+    for (int n = mask.n_block_begin(m, bm, bn); n < mask.n_block_end(m, bm, bn); ++n)
+      for (int row = m * bm; row < std::min((m + 1) * bm, sq); ++row)
+        for (int col = n * bn; col < (n + 1) * bn; ++col) {
+          bool masked = (n >= right && col >= mask.key_end(row)) || (n < left && col < mask.key_begin(row));
+          EXPECT_EQ(masked, !(mask.visible(row, col) && col < sk))
+              << "row " << row << ", col " << col << ", " << mask_case_name(c, sq, sk);
         }
-      }
-    }
-  }
+  });
 }
 
 // Packed GQA (decode): `pack` query rows per position. Each row sees exactly its
