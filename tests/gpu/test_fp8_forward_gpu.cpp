@@ -48,6 +48,11 @@ const Fp8Case kCases[] = {
     {"causal_rows_without_keys", 1, 1000, 129, 2, 1, true},
     {"window_causal", 1, 700, 700, 2, 2, true, 100},
     {"long_keys", 1, 64, 4097, 2, 1},
+    // Past 4k keys d=128 runs its long tiles (config.h): the diagonal, a window's left
+    // bound and varlen there too.
+    {"long_keys_causal_gqa", 1, 300, 4200, 4, 2, true},
+    {"long_keys_window_causal", 1, 500, 5000, 2, 2, true, 4200},
+    {"long_keys_varlen_causal", 3, 0, 0, 2, 1, true, -1, true, true, {100, 0, 257}, {4500, 10, 4097}},
     {"codes_without_descales", 1, 300, 300, 2, 2, false, -1, false},
     {"varlen_causal", 5, 0, 0, 4, 2, true, -1, true, true, {0, 17, 300, 129, 1}, {5, 17, 300, 400, 0}},
     {"block_scales_gqa", 2, 1000, 1000, 4, 2, false, -1, false, false, {}, {}, 64, 128},

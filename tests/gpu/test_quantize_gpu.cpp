@@ -186,7 +186,14 @@ TEST_P(QuantizeGpuTest, MatchesReference) {
             const double got = reference::e4m3_bits_to_double(codes[at]);
             if (got == want) continue;
             const bool neighbour = std::abs(code_rank(codes[at]) - rank_of_value(want)) == 1;
-            if (param.hadamard && neighbour) {
+            // The kernel transforms and scales in fp32: a value within fp32 rounding of the
+            // midpoint between two codes may take either (fp16 subnormal inputs, few bits
+            // each, land there exactly); other neighbours are the transform's fp32 error.
+            const double midpoint = (got + want) / 2, scaled = x[dense] / scale;
+            const bool at_midpoint = std::fabs(scaled - midpoint) <= 1e-6 * std::fabs(midpoint);
+            if (param.hadamard && neighbour && at_midpoint) {
+              continue;
+            } else if (param.hadamard && neighbour) {
               ++off_by_one;
             } else if (code_errors++ < 5) {
               ADD_FAILURE() << "e4m3 (b " << b << ", row " << r << ", h " << h << ", col " << c << ") = " << got

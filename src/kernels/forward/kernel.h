@@ -198,19 +198,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if constexpr (Traits::kFp8) {
       if (is_transposer) {
         // Every K/V block of the CTA's tiles, in the order the producer loads them.
-        typename PipelineKV::PipelineState read_v;
-        auto write_vt = cutlass::make_producer_start_state<typename Traits::PipelineVt>();
+        // Both rings advance together: one count of the blocks transposed gives both states
+        // (two PipelineStates held six registers; a 24-register producer spilled them).
+        int blocks = 0;
         for_each_tile(static_index, [&](int, unsigned, TileCoord, TileWork const& work) {
 #pragma unroll 1
-          for (int n_block = work.n_block_begin; n_block < work.n_block_end; ++n_block) {
-            pipeline_v.consumer_wait(read_v);
-            pipeline_vt.producer_acquire(write_vt);
-            TransposeV<Traits>::block(storage.v.data(), storage.vt.data(), read_v.index(), write_vt.index(), transpose_tid);
+          for (int n_block = work.n_block_begin; n_block < work.n_block_end; ++n_block, ++blocks) {
+            int stage = blocks % Traits::kStages;
+            uint32_t phase = blocks / Traits::kStages % 2;
+            pipeline_v.consumer_wait(typename PipelineKV::PipelineState(stage, phase, blocks));
+            pipeline_vt.producer_acquire(typename Traits::PipelineVt::PipelineState(stage, phase ^ 1, blocks));
+            TransposeV<Traits>::block(storage.v.data(), storage.vt.data(), stage, stage, transpose_tid);
             cutlass::arch::fence_view_async_shared();  // the WGMMAs read V^T through the async proxy
-            pipeline_vt.producer_commit(write_vt);
-            storage.pipeline_v.empty_barrier_[read_v.index()].arrive();
-            ++read_v;
-            ++write_vt;
+            pipeline_vt.producer_commit(typename Traits::PipelineVt::PipelineState(stage, phase ^ 1, blocks));
+            storage.pipeline_v.empty_barrier_[stage].arrive();
           }
         });
         return;

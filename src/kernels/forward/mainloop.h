@@ -222,23 +222,40 @@ struct ForwardMainloop {
     Tensor acc_s_rc = rowcol_view(acc_s);
     Tensor acc_o_rc = rowcol_view(acc_o);
     int row_base = tile.m_block * Traits::kBlockM;
+    auto row_of = [&](int r) { return row_base + get<0>(tScS_rc(r, 0)); };  // of this thread's row r
     // Key limits once per row, then one compare and select per score: written as
     // mask.visible(row, col) per element, the compiler branched around every score and
     // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
     // The general mask: which blocks need masking are two thresholds per tile (mask.h),
-    // compared per block, and the mask itself is derived again only in such a block, not
-    // held through the loop (d=256's consumers have no registers for it).
-    // (Not in d=64's three BF16 consumer warpgroups of 160 registers: holding the thresholds
-    // spilled there; they derive the tile's mask again and test each block instead, ~280
-    // instructions a warp per block. FP8's P takes half the registers.)
-    constexpr bool kHoldThresholds = kGeneralMask && (Traits::kConsumerWarpgroups == 2 || Traits::kFp8);
+    // held through the loop and compared per block, with the key end of each of this
+    // thread's rows (traits.h: where registers allow). A score's column is compared as
+    // FlashAttention-3 does, as thread 0's column (a compile-time constant) against the end
+    // less this thread's first column: one compare and one select per score. The left
+    // bound (windows, chunks) is derived again in the blocks that cross it. Derived in
+    // every masked block, the mask cost ~330 instructions a warp per block at FP8 d=64
+    // (the sequence lengths loaded again, a division per row, an add per score) against
+    // ~130; derived in every block, as d=64's three 16-bit consumer warpgroups did before
+    // they held the thresholds, ~280 more (docs/perf-notes.md).
+    constexpr bool kHoldRowKeyEnds = kGeneralMask && Traits::kHoldRowKeyEnds;
+    constexpr int kRowsPerThread = decltype(size<0>(acc_s_rc))::value;
     int right_mask_begin = 0, left_mask_end = 0;
-    if constexpr (kHoldThresholds) {
+    cute::array<int, kHoldRowKeyEnds ? kRowsPerThread : 1> row_key_end;
+    if constexpr (kGeneralMask) {
       AttentionMask const mask =
           tile_mask<Traits::kLeftPadding>(params.seq_q, params.seq_k, params.mask, tile.batch);
       right_mask_begin = mask.right_mask_begin(tile.m_block, Traits::kBlockM, Traits::kBlockN);
       left_mask_end = mask.left_mask_end(tile.m_block, Traits::kBlockM, Traits::kBlockN);
+      if constexpr (kHoldRowKeyEnds) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < kRowsPerThread; ++r) row_key_end[r] = mask.key_end(row_of(r));
+      }
     }
+    // Thread 0's (row, column) of every S element: this thread's are these plus its own
+    // first row and column.
+    auto thr0_qk = mma_qk.get_thread_slice(0);
+    Tensor t0ScS = thr0_qk.partition_C(cS);
+    Tensor t0ScS_rc = make_tensor(t0ScS.data(), rowcol_layout(t0ScS.layout()));
+    int const first_col = get<1>(tScS_rc(0, 0));
     auto mask_of_tile = [&] {
       if constexpr (kGeneralMask) {
         int batch = tile.batch;
@@ -253,28 +270,44 @@ struct ForwardMainloop {
         return CausalMask{params.seq_q.seqlen, params.seq_k.seqlen, params.mask.window_right == 0};
       }
     };
-    auto mask_block = [&](int n_block) {
-      if constexpr (kHoldThresholds) {
-        if (n_block < right_mask_begin && n_block >= left_mask_end) return;
-      }
-      Mask const mask = mask_of_tile();
-      if constexpr (!kHoldThresholds) {
-        if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
-      }
-      int col_base = n_block * Traits::kBlockN;
+    // -inf for the scores of block n_block whose column (less this thread's first column,
+    // col_base) is at or past end, or before begin.
+    auto mask_columns_from = [&](int r, int end) {
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < size<0>(acc_s_rc); ++r) {
-        int row = row_base + get<0>(tScS_rc(r, 0));
-        int key_end = mask.key_end(row) - col_base;
-        if constexpr (kGeneralMask) {
-          // Visible columns [begin, end) of the block: one unsigned compare per score.
-          int begin = mask.key_begin(row) - col_base;
-          unsigned width = key_end > begin ? unsigned(key_end - begin) : 0u;
-          CUTLASS_PRAGMA_UNROLL
-          for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-            if (unsigned(get<1>(tScS_rc(r, c)) - begin) >= width) acc_s_rc(r, c) = -INFINITY;
+      for (int c = 0; c < size<1>(acc_s_rc); ++c) {
+        if (int(get<1>(t0ScS_rc(r, c))) >= end) acc_s_rc(r, c) = -INFINITY;
+      }
+    };
+    auto mask_columns_before = [&](int r, int begin) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(acc_s_rc); ++c) {
+        if (int(get<1>(t0ScS_rc(r, c))) < begin) acc_s_rc(r, c) = -INFINITY;
+      }
+    };
+    auto mask_block = [&](int n_block) {
+      if constexpr (kGeneralMask) {
+        int col_base = n_block * Traits::kBlockN + first_col;
+        if (n_block >= right_mask_begin) {
+          if constexpr (kHoldRowKeyEnds) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(r, row_key_end[r] - col_base);
+          } else {
+            Mask const mask = mask_of_tile();
+            CUTLASS_PRAGMA_UNROLL
+            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(r, mask.key_end(row_of(r)) - col_base);
           }
-        } else {
+        }
+        if (n_block < left_mask_end) {
+          Mask const mask = mask_of_tile();
+          CUTLASS_PRAGMA_UNROLL
+          for (int r = 0; r < kRowsPerThread; ++r) mask_columns_before(r, mask.key_begin(row_of(r)) - col_base);
+        }
+      } else {  // (this thread's columns: thread 0's form is untimed for the plain loop)
+        Mask const mask = mask_of_tile();
+        if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < kRowsPerThread; ++r) {
+          int key_end = mask.key_end(row_of(r)) - n_block * Traits::kBlockN;
           CUTLASS_PRAGMA_UNROLL
           for (int c = 0; c < size<1>(acc_s_rc); ++c) {
             if (get<1>(tScS_rc(r, c)) >= key_end) acc_s_rc(r, c) = -INFINITY;
@@ -328,19 +361,18 @@ struct ForwardMainloop {
     // e4m3's subnormals). A block's scales are read before its GEMMs, which hide the load.
     bool kv_scaled = false;
     float base_scale_log2 = 0.f, o_unit = 1.f, k_scale = 1.f, v_scale = 1.f;
-    RowScales k_scales{}, v_scales{};
     if constexpr (Traits::kFp8) {
       kv_scaled = params.k_block_scale.data != nullptr || params.v_block_scale.data != nullptr;
-      int kv_head = tile.head / params.heads_per_kv_head;
-      k_scales = params.k_block_scale.of(tile.batch, kv_head);
-      v_scales = params.v_block_scale.of(tile.batch, kv_head);
       base_scale_log2 = softmax.scale_log2;
     }
+    // The scales' rows from the parameters at each block: held through the loop, their
+    // pointers crowd the consumers' registers.
     auto read_kv_scales = [&](int n_block) {
       if constexpr (Traits::kFp8) {
         if (kv_scaled) {
-          k_scale = k_scales.at(n_block * Traits::kBlockN);
-          v_scale = v_scales.at(n_block * Traits::kBlockN);
+          int kv_head = tile.head / params.heads_per_kv_head;
+          k_scale = params.k_block_scale.at(tile.batch, kv_head, n_block * Traits::kBlockN);
+          v_scale = params.v_block_scale.at(tile.batch, kv_head, n_block * Traits::kBlockN);
         }
       }
     };

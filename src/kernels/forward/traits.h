@@ -78,6 +78,10 @@ struct ForwardTraits {
   // Where the consumers have no registers to hold Q's GMMA descriptors through the loop
   // (mainloop.h, q_operand): 12-16 K slices of Q, or wide S tiles.
   static constexpr bool kRecomputeQDescriptors = kHeadDim >= 192 || kBlockN > 128;
+  // The general mask's loop holds the key end of each of a thread's rows (mainloop.h),
+  // except 16-bit d=128's 128 x 160 tiles, whose consumers spilled 8 bytes with them, and
+  // FP8 d=64 and d=256, which lost 2.5-6% at 16k with them (H100, docs/perf-notes.md).
+  static constexpr bool kHoldRowKeyEnds = kFp8 ? kHeadDim == 128 : !(kHeadDim == 128 && kBlockN > 128);
   static constexpr int kConsumerRegisters =
       kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : (kFp8 ? 152 : 160);
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
