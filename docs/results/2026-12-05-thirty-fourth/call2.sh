@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Thirty-fourth session, call 2 (carry ["build-carry/stage-n.txz", ".whl"]): N (branch
-# fp8-d256-long) the GPU tests of FP8 and of the 16-bit d = 256 forward, memcheck and racecheck on a case of the new kernel; then
+# Thirty-fourth session, call 2 (carry ["build-carry/stage-n.txz", ".whl"]): N (the kernels of
+# fp8-d256-long.patch on what landed) the GPU tests of FP8 and of the 16-bit d = 256 forward, memcheck and racecheck on a case of the new kernel; then
 # B (main) against N: the FP8 table once, 16-bit d = 256's short problems (dense_d256.py)
 # once, the libraries in turn (the device time left allowed no more).
 set -uo pipefail
