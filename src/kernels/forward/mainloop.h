@@ -223,19 +223,20 @@ struct ForwardMainloop {
     Tensor acc_o_rc = rowcol_view(acc_o);
     int row_base = tile.m_block * Traits::kBlockM;
     auto row_of = [&](int r) { return row_base + get<0>(tScS_rc(r, 0)); };  // of this thread's row r
-    // Key limits once per row, then one compare and select per score: written as
-    // mask.visible(row, col) per element, the compiler branched around every score and
-    // the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
-    // The general mask: which blocks need masking are two thresholds per tile (mask.h),
+    // Both loops mask with key limits once per row, then one compare and select per score:
+    // written as mask.visible(row, col) per element, the compiler branched around every
+    // score and the diagonal block cost ~4000 cycles more per tile (docs/perf-notes.md).
+    //
+    // The general loop: which blocks need masking are two thresholds per tile (mask.h),
     // held through the loop and compared per block, with the key end of each of this
-    // thread's rows (traits.h: where registers allow). A score's column is compared as
-    // FlashAttention-3 does, as thread 0's column (a compile-time constant) against the end
-    // less this thread's first column: one compare and one select per score. The left
-    // bound (windows, chunks) is derived again in the blocks that cross it. Derived in
-    // every masked block, the mask cost ~330 instructions a warp per block at FP8 d=64
-    // (the sequence lengths loaded again, a division per row, an add per score) against
-    // ~130; derived in every block, as d=64's three 16-bit consumer warpgroups did before
-    // they held the thresholds, ~280 more (docs/perf-notes.md).
+    // thread's rows where registers allow (traits.h). A score's column is compared as
+    // FlashAttention-3 does, thread 0's column (a compile-time constant) against the end
+    // less this thread's first column. The left bound (windows, chunks) is derived again in
+    // the blocks that cross it. Derived in every masked block, the mask cost ~330
+    // instructions a warp per block at FP8 d=64 (the sequence lengths loaded again, a
+    // division per row, an add per score) against ~130; derived in every block, as d=64's
+    // three 16-bit consumer warpgroups did before they held the thresholds, ~280 more
+    // (docs/perf-notes.md).
     constexpr bool kHoldRowKeyEnds = kGeneralMask && Traits::kHoldRowKeyEnds;
     constexpr int kRowsPerThread = decltype(size<0>(acc_s_rc))::value;
     int right_mask_begin = 0, left_mask_end = 0;
@@ -302,7 +303,10 @@ struct ForwardMainloop {
           CUTLASS_PRAGMA_UNROLL
           for (int r = 0; r < kRowsPerThread; ++r) mask_columns_before(r, mask.key_begin(row_of(r)) - col_base);
         }
-      } else {  // (this thread's columns: thread 0's form is untimed for the plain loop)
+      } else {
+        // The plain loop (dense, causal or none) asks per block and compares this thread's
+        // own columns: with thread 0's form d=64's plain loop spilled 4 bytes (160
+        // registers a consumer thread).
         Mask const mask = mask_of_tile();
         if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
         CUTLASS_PRAGMA_UNROLL
