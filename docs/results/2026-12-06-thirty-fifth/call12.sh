@@ -22,7 +22,7 @@ for pass in 1 2; do
   done
 done
 for n in C T2k N64; do
-  (cd bench && PYTHONPATH=/tmp/pkg-$n timeout 60 python3 fp8.py --head-dims 128,256 --seqlens 1024,2048,4096,16384 --iters 30) > $S/fp8-$n-1.log 2>&1
+  (cd bench && PYTHONPATH=/tmp/pkg-$n timeout 100 python3 fp8.py --head-dims 128,256 --seqlens 1024,2048,4096,16384 --iters 30) > $S/fp8-$n-1.log 2>&1
   echo "fp8 $n rc=$?"
 done
 paste $S/plain-C-1.log $S/plain-P64-1.log $S/plain-P256-1.log
