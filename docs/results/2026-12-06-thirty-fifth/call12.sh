@@ -7,7 +7,7 @@
 #    dense_plain_loops.py on C, P64 (d = 64's short causal kernel general-only), P256
 #    (d = 256's default kernel general-only), two passes; FP8 d = 128 and 256 on C, T2k (C
 #    with kFp8LongMinSeqlenK = 2048: d = 128's long tiles from 2k) and N64 (P64 with
-#    fp8-d256-long.patch's kernel and dispatch), one pass.
+#    fp8-d256-long.patch's kernel and dispatch), fp8_points.py, two passes.
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv
 TESTS_LIB=C \
@@ -21,9 +21,11 @@ for pass in 1 2; do
     echo "plain $n pass $pass rc=$?"
   done
 done
-for n in C T2k N64; do
-  (cd bench && PYTHONPATH=/tmp/pkg-$n timeout 100 python3 fp8.py --head-dims 128,256 --seqlens 1024,2048,4096,16384 --iters 30) > $S/fp8-$n-1.log 2>&1
-  echo "fp8 $n rc=$?"
+for pass in 1 2; do
+  for n in C T2k N64; do
+    PYTHONPATH=/tmp/pkg-$n timeout 60 python3 docs/results/2026-12-06-thirty-fifth/fp8_points.py > $S/fp8-$n-$pass.log 2>&1
+    echo "fp8 $n pass $pass rc=$?"
+  done
 done
 paste $S/plain-C-1.log $S/plain-P64-1.log $S/plain-P256-1.log
-for f in $S/fp8-*-1.log; do echo "== $f"; grep -v '^#' $f | head -20; done
+paste $S/fp8-C-1.log $S/fp8-T2k-1.log $S/fp8-N64-1.log
