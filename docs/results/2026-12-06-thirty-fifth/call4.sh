@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The lean call, once device time ran short (failed starts took most of it): carry
+# build-carry/stage-slot.txz, stage-t2k.txz, stage-nslot.txz, stage-testsn.txz.
+# 1. Which 16-bit plain loop gives its slot to FP8 d = 256's long tiles: dense_plain_loops.py
+#    on C (main), P64 (d = 64's short causal kernel general-only), P256 (d = 256's default
+#    kernel general-only), two passes; fp8_points.py on C and N64 (P64 with
+#    fp8-d256-long.patch's kernel and dispatch), two passes, and T2k (C with d = 128's
+#    long FP8 tiles from 2k keys), one.
+# 2. The forward's GPU tests (16-bit, FP8, features, edge cases) on both landing candidates,
+#    N64 and N256 (P256 with the patch), in 4 shards each.
+set -uo pipefail
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv
+for stage in build-carry/stage*.txz; do tar xJf $stage; done
+S=$OUT/slot; mkdir -p $S
+scripts/package_per_library.sh $S C P64 P256 T2k N64
+for pass in 1 2; do
+  for n in C P64 P256; do
+    PYTHONPATH=/tmp/pkg-$n timeout 40 python3 docs/results/2026-12-05-thirty-fourth/dense_plain_loops.py > $S/plain-$n-$pass.log 2>&1
+    echo "plain $n pass $pass rc=$?"
+  done
+  for n in C N64 T2k; do
+    [ $n = T2k ] && [ $pass = 2 ] && continue
+    PYTHONPATH=/tmp/pkg-$n timeout 40 python3 docs/results/2026-12-06-thirty-fifth/fp8_points.py > $S/fp8-$n-$pass.log 2>&1
+    echo "fp8 $n pass $pass rc=$?"
+  done
+done
+paste $S/plain-C-1.log $S/plain-P64-1.log $S/plain-P256-1.log
+paste $S/fp8-C-1.log $S/fp8-N64-1.log $S/fp8-T2k-1.log
+filter='Shapes/ForwardGpuTest.*:Features/ForwardFeaturesGpuTest.*:Fp8/Fp8ForwardGpuTest.*:ForwardGpuEdgeCases.*:Fp8ForwardValidation.*'
+for lib in N64 N256; do
+  for i in 0 1 2 3; do
+    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 100 build-stage/tests/gpu_tests_$lib --gtest_brief=1 \
+      --gtest_filter="$filter" > $S/tests-$lib.shard$i 2>&1 &
+  done
+  wait
+  cat $S/tests-$lib.shard* > $S/tests-$lib.log; rm $S/tests-$lib.shard*
+  echo "tests $lib:"; grep -E '^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED' $S/tests-$lib.log | head -20
+done
