@@ -27,21 +27,21 @@ for pass in 1 2; do
 done
 paste $S/plain-C-1.log $S/plain-P64-1.log $S/plain-P256-1.log
 paste $S/fp8-C-1.log $S/fp8-N64-1.log $S/fp8-T2k-1.log
-# The candidate whose plain-loop problems lost less (geomean over both passes' points).
+# The candidate whose plain-loop problems lost less (geomean over both passes' points of
+# its head dim).
 pick=$(python3 - "$S" <<'PY'
 import math, re, sys
-def rates(n):
+def rates(n, d):
     out = []
     for p in (1, 2):
         try:
-            out += [float(x) for x in re.findall(r"([0-9.]+) TFLOP/s", open(f"{sys.argv[1]}/plain-{n}-{p}.log").read())]
+            out += [float(x) for x in re.findall(rf"d {d} causal .*: ([0-9.]+) TFLOP/s", open(f"{sys.argv[1]}/plain-{n}-{p}.log").read())]
         except OSError:
             pass
     return out
-c = rates("C")
 loss = {}
-for n in ("P64", "P256"):
-    r = rates(n)
+for n, d in (("P64", 64), ("P256", 256)):
+    c, r = rates("C", d), rates(n, d)
     k = min(len(c), len(r))
     loss[n] = math.exp(sum(math.log(r[i] / c[i]) for i in range(k)) / max(k, 1)) if k else 0.0
     print(f"{n} over C: {loss[n]:.3f} ({k} points)", file=sys.stderr)
