@@ -10,6 +10,7 @@
 #    whichever slot lost less in 1): the 16-bit forward at the freed plain loop's head dim
 #    and FP8 d = 256, 4 shards.
 set -uo pipefail
+# TIMING_ONLY=1: part 1 only (the device time left).
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv
 for stage in build-carry/stage*.txz; do tar xJf $stage; done
 S=$OUT/slot; mkdir -p $S
@@ -27,6 +28,7 @@ for pass in 1 2; do
 done
 paste $S/plain-C-1.log $S/plain-P64-1.log $S/plain-P256-1.log
 paste $S/fp8-C-1.log $S/fp8-N64-1.log $S/fp8-T2k-1.log
+[ "${TIMING_ONLY:-0}" = 1 ] && exit 0
 # The candidate whose plain-loop problems lost less (geomean over both passes' points of
 # its head dim).
 pick=$(python3 - "$S" <<'PY'
