@@ -219,10 +219,11 @@ TEST(DispatchTable, ShortWindowsOfLongSequencesTakeTheDefaultTiles) {
 }
 
 // FP8 runs the general loop for every problem: one kernel per head dim, and d=128's long
-// tiles from 4k keys (not with K or V scales per 128 rows, which a 192-key block crosses).
+// tiles from 2k keys (not with K or V scales per 128 rows, which a 192-key block crosses).
 TEST(DispatchTable, Fp8KernelsServeEveryProblem) {
+  static_assert(kFp8LongMinSeqlenK == 2048, "the lengths below straddle it");
   for (int head_dim : compiled_head_dims(DType::kFloat8E4M3)) {
-    for (int64_t seqlen_k : {1, 4095, 4096, 16384}) {
+    for (int64_t seqlen_k : {1, 2047, 2048, 4096, 16384}) {
       for (bool block_scales : {false, true}) {
         ForwardArgs args;
         args.dtype = DType::kFloat8E4M3;
@@ -230,11 +231,11 @@ TEST(DispatchTable, Fp8KernelsServeEveryProblem) {
         const float scales[1] = {1.f};
         if (block_scales) args.k_block_scale = scales;
         ForwardVariant variant = forward_variant_of(args);
-        bool is_long = head_dim == 128 && seqlen_k >= 4096 && !block_scales;
+        bool is_long = head_dim == 128 && seqlen_k >= 2048 && !block_scales;
         EXPECT_EQ(variant, is_long ? ForwardVariant::kLong : ForwardVariant::kDefault) << "e4m3 d" << head_dim;
         EXPECT_EQ(forward_tile_config_of(args).block_n, is_long ? 192 : head_dim == 256 ? 64 : 128);
         args.kv_block_rows = 0;  // one scale per (batch, head): any block
-        EXPECT_EQ(forward_variant_of(args), head_dim == 128 && seqlen_k >= 4096 ? ForwardVariant::kLong
+        EXPECT_EQ(forward_variant_of(args), head_dim == 128 && seqlen_k >= 2048 ? ForwardVariant::kLong
                                                                                   : ForwardVariant::kDefault);
         for (bool plain : {false, true}) {
           EXPECT_NE(find_forward_launcher(DType::kFloat8E4M3, head_dim, head_dim, variant, plain), nullptr)

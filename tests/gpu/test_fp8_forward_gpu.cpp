@@ -48,8 +48,9 @@ const Fp8Case kCases[] = {
     {"causal_rows_without_keys", 1, 1000, 129, 2, 1, true},
     {"window_causal", 1, 700, 700, 2, 2, true, 100},
     {"long_keys", 1, 64, 4097, 2, 1},
-    // Past 4k keys d=128 runs its long tiles (config.h): the diagonal, a window's left
-    // bound and varlen there too.
+    // From 2k keys d=128 runs its long tiles (config.h): the diagonal, a window's left
+    // bound and varlen there too, past 4k and just past 2k.
+    {"mid_keys_causal_gqa", 1, 300, 2100, 4, 2, true},
     {"long_keys_causal_gqa", 1, 300, 4200, 4, 2, true},
     {"long_keys_window_causal", 1, 500, 5000, 2, 2, true, 4200},
     {"long_keys_varlen_causal", 3, 0, 0, 2, 1, true, -1, true, true, {100, 0, 257}, {4500, 10, 4097}},

@@ -124,16 +124,17 @@ constexpr bool split_runs_compiled(int head_dim, int head_dim_v) { return !(head
 
 // FP8 (e4m3 Q, K, V; the general loop): 128 x 128 tiles, K, V and the V^T copy in two
 // stages each; d=256 128 x 64 (with 128 keys its consumers would hold 208 registers of
-// accumulators and P, and V^T leaves no room for the O buffer). d=128's kLong, from 4k
+// accumulators and P, and V^T leaves no room for the O buffer). d=128's kLong, from 2k
 // keys: 128 x 192 (FlashAttention-3 runs 128 x 224): half the O rescales and block
-// overheads per score, +10-20% at 4k-16k but -2% at 1k and -14% at causal 1k on an H100
-// (docs/perf-notes.md). Not with K or V scales per 128 rows, which a 192-key block crosses.
+// overheads per score, +10-20% at 4k-16k, +12% / +6% at 2k (causal), but -2% at 1k and
+// -14% at causal 1k on an H100 (docs/perf-notes.md). Not with K or V scales per 128 rows,
+// which a 192-key block crosses.
 // d=64: 192 x 128 in three consumer warpgroups (FlashAttention-3 runs 192 x 160): more
 // softmax in flight beside the short GEMMs, whose exponentials bound d=64. Over 128 x 128
 // (H100): +11-39% non-causal, +3-33% causal from 2k, but -12% / -10% at causal 512 / 1k
 // (a third more masked scores), where the budget leaves no second d=64 FP8 kernel
 // (docs/perf-notes.md).
-constexpr int kFp8LongMinSeqlenK = 4096;
+constexpr int kFp8LongMinSeqlenK = 2048;
 constexpr ForwardVariant forward_variant_fp8(int head_dim, int64_t seqlen_k, int64_t key_span,
                                              bool kv_scales_per_128_rows) {
   bool is_long = head_dim == 128 && seqlen_k >= kFp8LongMinSeqlenK && key_span >= kFp8LongMinSeqlenK;
