@@ -206,11 +206,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           for (int n_block = work.n_block_begin; n_block < work.n_block_end; ++n_block, ++blocks) {
             int stage = blocks % Traits::kStages;
             uint32_t phase = blocks / Traits::kStages % 2;
+            typename Traits::PipelineVt::PipelineState write_vt(stage, phase ^ 1, blocks);  // (empty at first)
             pipeline_v.consumer_wait(typename PipelineKV::PipelineState(stage, phase, blocks));
-            pipeline_vt.producer_acquire(typename Traits::PipelineVt::PipelineState(stage, phase ^ 1, blocks));
+            pipeline_vt.producer_acquire(write_vt);
             TransposeV<Traits>::block(storage.v.data(), storage.vt.data(), stage, stage, transpose_tid);
             cutlass::arch::fence_view_async_shared();  // the WGMMAs read V^T through the async proxy
-            pipeline_vt.producer_commit(typename Traits::PipelineVt::PipelineState(stage, phase ^ 1, blocks));
+            pipeline_vt.producer_commit(write_vt);
             storage.pipeline_v.empty_barrier_[stage].arrive();
           }
         });
