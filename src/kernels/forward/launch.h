@@ -194,6 +194,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
       0,
       nullptr,  // kv_batch_idx, below
       {},       // paged, below
+      FastDivmod(static_cast<unsigned>(shape.heads_q / shape.heads_kv)),
   };
 
   if constexpr (Traits::kTmaStoreO) {

@@ -374,7 +374,7 @@ struct ForwardMainloop {
     auto read_kv_scales = [&](int n_block) {
       if constexpr (Traits::kFp8) {
         if (kv_scaled) {
-          int kv_head = tile.head / params.heads_per_kv_head;
+          int kv_head = params.kv_group.div(tile.head);
           k_scale = params.k_block_scale.at(tile.batch, kv_head, n_block * Traits::kBlockN);
           v_scale = params.v_block_scale.at(tile.batch, kv_head, n_block * Traits::kBlockN);
         }

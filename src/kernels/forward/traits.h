@@ -10,6 +10,7 @@
 
 #include "kernels/forward/config.h"
 #include "kernels/attention/block_scales.h"
+#include "kernels/attention/fast_divmod.h"
 #include "kernels/attention/mask.h"
 #include "kernels/attention/paged_kv.h"
 #include "kernels/attention/seqlen.h"
@@ -332,6 +333,10 @@ struct ForwardTraits {
     int const* kv_batch_idx;
     // A paged KV cache (general loop only): K/V blocks loaded page by page (paged_kv.h).
     PagedKv paged;
+    // heads_per_kv_head again, as a multiply and a shift (fast_divmod.h): FP8's consumers
+    // find the K/V head of their block scales at every block, where the division took ~25
+    // instructions a block (the per-tile divisions keep the int).
+    FastDivmod kv_group;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
 };
