@@ -138,6 +138,7 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
   }
   const uint32_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "inputs of seed " << seed << " (again: WARPFLASH_TEST_SEED=" << seed << ")");
+  RecordProperty("seed", std::to_string(seed));
   std::mt19937 rng(seed);
   std::vector<int> lengths_q = c.packed ? c.lengths_q : std::vector<int>(c.batch, static_cast<int>(c.seqlen_q));
   std::vector<int> lengths_k = c.packed ? c.lengths_k : std::vector<int>(c.batch, static_cast<int>(c.seqlen_k));
@@ -271,6 +272,10 @@ TEST_P(Fp8ForwardGpuTest, WithinTwiceTheErrorOfRoundingP) {
     if (sq_ref > 0) {
       double rel = std::sqrt(sq_err / sq_ref), rel_p = std::sqrt(sq_p / sq_ref);
       EXPECT_LE(rel, 2 * rel_p + bf16_rounding) << "relative L2 error (P rounded to e4m3: " << rel_p << ")";
+      // In --gtest_output=xml, for the error's distribution over seeds.
+      std::string sequence = "sequence" + std::to_string(b) + "_";
+      RecordProperty(sequence + "relative_l2", std::to_string(rel));
+      RecordProperty(sequence + "relative_l2_p_rounded", std::to_string(rel_p));
     }
     int bad_lse = 0;
     for (int64_t h = 0; h < c.heads_q; ++h) {

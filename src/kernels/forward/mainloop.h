@@ -271,12 +271,12 @@ struct ForwardMainloop {
         return CausalMask{params.seq_q.seqlen, params.seq_k.seqlen, params.mask.window_right == 0};
       }
     };
-    // -inf for the scores of block n_block whose column (less this thread's first column,
-    // col_base) is at or past end, or before begin.
-    auto mask_columns_from = [&](int r, int end) {
+    // -inf for the scores of row r whose column, as `columns` (tScS_rc or t0ScS_rc) gives
+    // it, is at or past end; mask_columns_before: before begin, thread 0's columns.
+    auto mask_columns_from = [&](auto const& columns, int r, int end) {
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-        if (int(get<1>(t0ScS_rc(r, c))) >= end) acc_s_rc(r, c) = -INFINITY;
+        if (int(get<1>(columns(r, c))) >= end) acc_s_rc(r, c) = -INFINITY;
       }
     };
     auto mask_columns_before = [&](int r, int begin) {
@@ -291,11 +291,11 @@ struct ForwardMainloop {
         if (n_block >= right_mask_begin) {
           if constexpr (kHoldRowKeyEnds) {
             CUTLASS_PRAGMA_UNROLL
-            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(r, row_key_end[r] - col_base);
+            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(t0ScS_rc, r, row_key_end[r] - col_base);
           } else {
             Mask const mask = mask_of_tile();
             CUTLASS_PRAGMA_UNROLL
-            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(r, mask.key_end(row_of(r)) - col_base);
+            for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(t0ScS_rc, r, mask.key_end(row_of(r)) - col_base);
           }
         }
         if (n_block < left_mask_end) {
@@ -309,14 +309,9 @@ struct ForwardMainloop {
         // registers a consumer thread).
         Mask const mask = mask_of_tile();
         if (!mask.block_needs_mask(tile.m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
+        int block_start = n_block * Traits::kBlockN;
         CUTLASS_PRAGMA_UNROLL
-        for (int r = 0; r < kRowsPerThread; ++r) {
-          int key_end = mask.key_end(row_of(r)) - n_block * Traits::kBlockN;
-          CUTLASS_PRAGMA_UNROLL
-          for (int c = 0; c < size<1>(acc_s_rc); ++c) {
-            if (get<1>(tScS_rc(r, c)) >= key_end) acc_s_rc(r, c) = -INFINITY;
-          }
-        }
+        for (int r = 0; r < kRowsPerThread; ++r) mask_columns_from(tScS_rc, r, mask.key_end(row_of(r)) - block_start);
       }
     };
     // Softcap before the mask (tanh(-inf) would not stay -inf).
