@@ -2,7 +2,7 @@
 # Prepared for the next session: the FP8 tests' relative L2 error over many seeds on the
 # long-key cases (the thirty-sixth session's failure: e4m3_d256_block_scales_long_keys at
 # seed 2126765887, 0.0237 against the bound 0.0218, on main too). Needs a GPU tests binary
-# built from 2f0b0c1 or later (the test records its errors as XML properties):
+# built from 8700d37 or later (the test records its errors as XML properties):
 # BIN=path/to/warpflash_gpu_tests, SEEDS (default 40). Prints per case the largest
 # relative L2 error over its P-rounding reference and how often the bound failed.
 set -uo pipefail
