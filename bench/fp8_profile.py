@@ -1,9 +1,9 @@
 """Runs one FP8 forward problem a few times, for a profiler to pick one launch: warpflash's
 FP8 kernel or FlashAttention-3's (PyPI fa3-fwd) on the same e4m3 inputs, the paper's
-workload (16k tokens, hidden 2048), descales 1.
+workload (16k tokens, hidden 2048), descales 1. DTYPE bf16 runs the 16-bit kernels instead.
 
     ncu --kernel-name regex:'forward_kernel|Fwd' --launch-skip 3 --launch-count 1 \
-        python3 bench/fp8_profile.py {warpflash|fa3} HEAD_DIM CAUSAL SEQLEN
+        python3 bench/fp8_profile.py {warpflash|fa3} HEAD_DIM CAUSAL SEQLEN [DTYPE]
 """
 import sys
 
@@ -14,8 +14,9 @@ from bench_common import batch_for, HIDDEN
 
 def main():
     impl, head_dim, causal, seqlen = sys.argv[1], int(sys.argv[2]), bool(int(sys.argv[3])), int(sys.argv[4])
+    dtype = {"e4m3": torch.float8_e4m3fn, "bf16": torch.bfloat16}[sys.argv[5] if len(sys.argv) > 5 else "e4m3"]
     batch, heads = batch_for(seqlen), HIDDEN // head_dim
-    q, k, v = (torch.randn(batch, seqlen, heads, head_dim, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    q, k, v = (torch.randn(batch, seqlen, heads, head_dim, device="cuda").to(dtype) for _ in range(3))
     if impl == "warpflash":
         import warpflash
         run = lambda: warpflash.flash_attn_func(q, k, v, causal=causal)  # noqa: E731
