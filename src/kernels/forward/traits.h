@@ -335,7 +335,8 @@ struct ForwardTraits {
     PagedKv paged;
     // heads_per_kv_head again, as a multiply and a shift (fast_divmod.h): FP8's consumers
     // find the K/V head of their block scales at every block, where the division took ~25
-    // instructions a block (the per-tile divisions keep the int).
+    // instructions a block. The other divisions keep the int: with the divmod everywhere
+    // four kernels spilled 4-8 bytes (docs/perf-notes.md).
     FastDivmod kv_group;
   };
   static constexpr int kSplitSlotFloats = kBlockM * (kHeadDimV + 1);
