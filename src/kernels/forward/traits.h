@@ -92,7 +92,11 @@ struct ForwardTraits {
   // wider than the S block, as d=256's (128 FMULs a thread per 128 x 80 block against 40
   // exp2); +3-6% there, -5% for d=128 non-causal and up to -8% for d=64 causal 1k
   // (docs/perf-notes.md). d=192's 128 x 112 tiles (96 against 56) follow d=256 unmeasured.
-  static constexpr bool kLazyRescale = kHeadDimV > kBlockN;
+  // Not FP8: e4m3 keeps 3 bits of P, and against a lagging max each row's largest P is
+  // rounded (against the current max it is exactly 1). On peaked rows that doubled d=256's
+  // error with block scales (relative L2, median of 24 seeds: 0.0204 lazy, 0.0087 eager);
+  // eager costs per-tensor FP8 d=256 2-6%, block scales nothing (they rescale O anyway).
+  static constexpr bool kLazyRescale = kHeadDimV > kBlockN && !kFp8;
   // Intra-warpgroup overlap needs the softmax of block n between the waits for S_n and for
   // O += P_{n-1} V: ptxas moved the second wait above the softmax (to write P_n into the
   // registers the PV GEMM still reads), serializing the two. The main loop ends ptxas's
