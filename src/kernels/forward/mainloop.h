@@ -375,8 +375,7 @@ struct ForwardMainloop {
         }
       }
     };
-    // (Only where a scale changes: the approximate division would make x / x differ from 1,
-    // and a correction != 1 makes the lazily rescaling kernels rescale O.)
+    // (Only where a scale changes: the approximate division would make x / x differ from 1.)
     auto scale_scores = [&] {
       if constexpr (Traits::kFp8) {
         float scale_log2 = base_scale_log2 * k_scale;
