@@ -61,8 +61,18 @@ struct OnlineSoftmax {
   // s is a (rows, columns) view; masked scores are -inf.
   template <class TensorS>
   CUTE_DEVICE cute::array<float, kRows> update(TensorS& s) {
-    static_assert(decltype(size<0>(s))::value == kRows);
     cute::array<float, kRows> correction;
+    update_max(s, correction);
+    exponentiate_rows<0, kRows>(s, correction);
+    return correction;
+  }
+
+  // update() in two halves, so that a kernel can wait for a GEMM between them (the forward
+  // mainloop's kSoftmaxBeforePvWait). The first: every row's new reference max and O's
+  // factor (the rows' max reductions side by side).
+  template <class TensorS>
+  CUTE_DEVICE void update_max(TensorS& s, cute::array<float, kRows>& correction) {
+    static_assert(decltype(size<0>(s))::value == kRows);
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float new_max = row_max[r];
@@ -77,6 +87,15 @@ struct OnlineSoftmax {
       float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
       correction[r] = grows ? exp2f(row_max[r] * scale_log2 - max_scaled) : 1.f;
       row_max[r] = new_max;
+    }
+  }
+
+  // update()'s second half for rows [kBegin, kEnd): P in place and the sums.
+  template <int kBegin, int kEnd, class TensorS>
+  CUTE_DEVICE void exponentiate_rows(TensorS& s, cute::array<float, kRows> const& correction) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = kBegin; r < kEnd; ++r) {
+      float max_scaled = row_max[r] == -INFINITY ? 0.f : row_max[r] * scale_log2;
       float sum = 0.f;
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
@@ -85,7 +104,6 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * correction[r] + sum;
     }
-    return correction;
   }
 
   // The next scores come in units of another scale (FP8 block quantization: their K
