@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Call C of the thirty-eighth session (carry build-carry/stage38c.txz and FA3's wheel):
-# the landing checks of fd7a542 (H2: the PV wait after the maxima and row 0's
-# exponentials), on its CI build N (a clean clone, `.ci/run`) against main's M (f0bbf5e,
-# the same way):
-# 1. the head dims and dtype H2 also changes but calls A / B did not time: BF16 d = 256 and
-#    d = 192, FP16 d = 128 (M and N in turn, two passes, FA3 beside);
-# 2. the whole GPU suite on N (8 shards);
+# the landing checks of 0ad5afc (H2, the PV wait after the maxima and row 0's
+# exponentials, as fd7a542, with update() keeping its per-row order so that no other
+# kernel's SASS changes; d = 128's SASS differs from call A / B's H2 in scheduling), on
+# its CI build N (a clean clone, `.ci/run`) against main's M (f0bbf5e, the same way):
+# 1. timing: BF16 d = 128 again (N's own SASS) and d = 256 (two passes), d = 192 and FP16 d = 128
+#    (one pass): M and N in turn, FA3 beside;
+# 2. the forward's GPU tests on N (8 shards; the other kernels' objects are byte-identical
+#    in SASS to main's);
 # 3. memcheck and racecheck on forward cases of d = 128, 192 and 256 on N.
+# Tests first (the device budget left, ~700 s, may cut the timing's second pass).
 # Also N2 = N with causal d = 128 taking the long tiles (128 x 160) from 16k keys instead of
 # 8k (config.h's forward_variant; only api/forward.cpp.o and validate.cpp.o rebuilt): causal
 # 8k and Llama-3-8B 8k, where N is furthest behind FA3 (0.93 / 0.95 in call B), run the
@@ -20,6 +23,25 @@ nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $R/gpu.txt;
 tar xJf build-carry/stage38c.txz
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/fa3_fwd-*.whl > $R/pip.log 2>&1
 scripts/package_per_library.sh $R M N N2
+bin=build-stage/tests/gpu_tests_N
+# The forward's tests (decode and KV-cache attention included): the other kernels' objects
+# are byte-identical in SASS to main's.
+forward='Shapes/ForwardGpuTest.*:Features/ForwardFeaturesGpuTest.*:ForwardGpuEdgeCases.*:ForwardRepeatGpu.*'
+left=$(( 240 - SECONDS ))
+for i in 0 1 2 3 4 5 6 7; do
+  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout $left $bin --gtest_brief=1 --gtest_filter="$forward" > $R/tests.shard$i 2>&1 &
+done
+wait
+cat $R/tests.shard* > $R/tests-N.log; rm $R/tests.shard*
+echo "suite at ${SECONDS}s"; grep -E '^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED' $R/tests-N.log | sort | uniq -c | head -30
+save
+f='Shapes/ForwardGpuTest.*/bf16_d128_seqlen_127_129:Shapes/ForwardGpuTest.*/fp16_d256_causal_more_keys:Features/ForwardFeaturesGpuTest.*/bf16_d128_varlen_causal_gqa:Features/ForwardFeaturesGpuTest.*/bf16_d256_window_both_sides:Features/ForwardFeaturesGpuTest.*/bf16_d192*sinks_rows_without_keys'
+for tool in memcheck racecheck; do
+  left=$(( 330 - SECONDS )); [ $left -lt 15 ] && { echo "no time for $tool"; continue; }
+  timeout $left compute-sanitizer --tool $tool --error-exitcode 9 $bin --gtest_brief=1 --gtest_filter="$f" > $R/$tool.log 2>&1
+  echo "$tool rc=$? at ${SECONDS}s"; tail -n 3 $R/$tool.log
+done
+save
 bench() {  # bench LIB TAG ARGS...
   local n=$1 tag=$2; shift 2
   (cd bench && PYTHONPATH=/tmp/pkg-$n:/tmp/site timeout 60 python3 benchmark.py --impls warpflash,fa3 \
@@ -27,10 +49,14 @@ bench() {  # bench LIB TAG ARGS...
   echo "$n $tag pass $pass rc=$? at ${SECONDS}s"
 }
 for pass in 1 2; do
+  [ $pass = 2 ] && [ $SECONDS -gt 440 ] && { echo "no time for pass 2"; break; }
   for n in M N; do
+    bench $n d128 --dtypes bf16 --head-dims 128 --seqlens 2048,4096,8192,16384
     bench $n d256 --workloads paper --dtypes bf16 --head-dims 256 --seqlens 1024,2048,4096,16384
-    bench $n d192 --workloads paper --dtypes bf16 --head-dims 192 --seqlens 2048,8192
-    bench $n fp16 --workloads paper --dtypes fp16 --head-dims 128 --seqlens 4096,16384
+    if [ $pass = 1 ]; then
+      bench $n d192 --workloads paper --dtypes bf16 --head-dims 192 --seqlens 2048,8192
+      bench $n fp16 --workloads paper --dtypes fp16 --head-dims 128 --seqlens 4096,16384
+    fi
   done
   for n in N N2; do
     bench $n long --dtypes bf16 --head-dims 128 --seqlens 8192 --causal 1
@@ -55,20 +81,4 @@ for k in sorted({k for k, _ in vals}):
     print(" ".join(k), "|", " | ".join("/".join(f"{x:.0f}" for x in vals[k, n]) for n in (other, "N", "fa3")),
           "| %.3f | %.3f" % (ratio, med["N"] / med["fa3"]))
 PY
-save
-bin=build-stage/tests/gpu_tests_N
-left=$(( 520 - SECONDS ))
-for i in 0 1 2 3 4 5 6 7; do
-  GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout $left $bin --gtest_brief=1 > $R/tests.shard$i 2>&1 &
-done
-wait
-cat $R/tests.shard* > $R/tests-N.log; rm $R/tests.shard*
-echo "suite at ${SECONDS}s"; grep -E '^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED' $R/tests-N.log | sort | uniq -c | head -30
-save
-f='Shapes/ForwardGpuTest.*/bf16_d128_seqlen_127_129:Shapes/ForwardGpuTest.*/fp16_d256_causal_more_keys:Features/ForwardFeaturesGpuTest.*/bf16_d128_varlen_causal_gqa:Features/ForwardFeaturesGpuTest.*/bf16_d256_window_both_sides:Features/ForwardFeaturesGpuTest.*/bf16_d192*sinks_rows_without_keys'
-for tool in memcheck racecheck; do
-  left=$(( 590 - SECONDS )); [ $left -lt 15 ] && { echo "no time for $tool"; continue; }
-  timeout $left compute-sanitizer --tool $tool --error-exitcode 9 $bin --gtest_brief=1 --gtest_filter="$f" > $R/$tool.log 2>&1
-  echo "$tool rc=$? at ${SECONDS}s"; tail -n 3 $R/$tool.log
-done
 save

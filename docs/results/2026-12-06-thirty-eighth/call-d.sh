@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Call D of the thirty-eighth session (carry build-carry/stage38d.txz and FA3's wheel): does
+# the split that won at d >= 128 also pay at d = 64's three-consumer-warpgroup kernel
+# (192 x 128 tiles, issue 19's d = 64 causal 16k point)? E = N (0ad5afc's CI build) with
+# kSoftmaxBeforePvWait (and with it kRescaleOBeforePv) on for that kernel: the
+# scheduling-block end before the PV wait, the maxima and row 0's exponentials before it,
+# row 1's after. Only forward_bf16_d64.cu.o replaced. The twenty-fifth session's
+# all-before-the-wait form lost 6-12% there ("their pingpong of three overlaps enough").
+# Prediction: -5% to +3%; a gain only if the PV wait still stalls that kernel.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+R=/tmp/rd; mkdir -p $R
+save() { tar czf $OUT/d.tgz -C $R .; }
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $R/gpu.txt; cat $R/gpu.txt
+tar xJf build-carry/stage38d.txz
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/fa3_fwd-*.whl > $R/pip.log 2>&1
+scripts/package_per_library.sh $R N E
+for pass in 1 2; do
+  for n in N E; do
+    (cd bench && PYTHONPATH=/tmp/pkg-$n:/tmp/site timeout 60 python3 benchmark.py --impls warpflash,fa3 \
+      --workloads paper --dtypes bf16 --head-dims 64 --seqlens 4096,8192,16384 --iters 50 --warmup 5 --repeats 3 \
+      --commit $n --csv $R/bench-$n-$pass.csv > $R/bench-$n-$pass.log 2>&1)
+    echo "$n pass $pass rc=$? at ${SECONDS}s"
+  done
+  save
+done
+python3 - "$R" <<'PY'
+import csv, glob, sys, collections, statistics
+R = sys.argv[1]
+vals = collections.defaultdict(list)
+for lib in ("N", "E"):
+    for f in sorted(glob.glob(f"{R}/bench-{lib}-*.csv")):
+        for row in csv.DictReader(open(f)):
+            key = (row["causal"], row["seqlen"])
+            vals[key, lib if row["impl"] == "warpflash" else "fa3"].append(float(row["tflops"]))
+print("causal seqlen | N | E | fa3 | E/N | N/fa3")
+for k in sorted({k for k, _ in vals}):
+    med = {n: statistics.median(vals[k, n]) for n in ("N", "E", "fa3")}
+    print(" ".join(k), "|", " | ".join("/".join(f"{x:.0f}" for x in vals[k, n]) for n in ("N", "E", "fa3")),
+          "| %.3f | %.3f" % (med["E"] / med["N"], med["N"] / med["fa3"]))
+PY
+timeout 100 build-stage/tests/gpu_tests_E --gtest_brief=1 \
+  --gtest_filter='Shapes/ForwardGpuTest.*bf16_d64*:Features/ForwardFeaturesGpuTest.*bf16_d64*' > $R/tests-E.log 2>&1
+echo "tests E rc=$?"; grep -E '^\[  (PASSED|FAILED)' $R/tests-E.log | head -5
+save
