@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call C, cut to what the device time left allows (failed machine starts took the rest):
+# (carry build-carry/stage38t.txz: gpu_tests_N) Call C, cut to what the device time left allows (failed machine starts took the rest):
 # the forward GPU tests of the head dims whose kernels changed (BF16 / FP16 d = 128, 192,
 # (192, 128), 256; decode and KV-cache attention included) on 0ad5afc's CI build N, 8
 # shards, then memcheck and racecheck on one case each if time is left.
@@ -7,7 +7,7 @@ set -uo pipefail
 R=/tmp/rc; mkdir -p $R
 save() { tar czf $OUT/c.tgz -C $R .; }
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $R/gpu.txt; cat $R/gpu.txt
-tar xJf build-carry/stage38c.txz build-stage/tests/gpu_tests_N
+tar xJf build-carry/stage38t.txz
 bin=build-stage/tests/gpu_tests_N
 changed='Shapes/ForwardGpuTest.*d128*:Shapes/ForwardGpuTest.*d192*:Shapes/ForwardGpuTest.*d256*:Features/ForwardFeaturesGpuTest.*d128*:Features/ForwardFeaturesGpuTest.*d192*:Features/ForwardFeaturesGpuTest.*d256*:ForwardGpuEdgeCases.*:ForwardRepeatGpu.*'
 for i in 0 1 2 3 4 5 6 7; do
