@@ -8,7 +8,7 @@
 # 2. the forward's GPU tests on N (8 shards; the other kernels' objects are byte-identical
 #    in SASS to main's);
 # 3. memcheck and racecheck on forward cases of d = 128, 192 and 256 on N.
-# Tests first; one timing pass (the device budget left: ~530 s).
+# Tests first, then one timing pass, each step saved to $OUT as it ends (~8 min).
 # Also N2 = N with causal d = 128 taking the long tiles (128 x 160) from 16k keys instead of
 # 8k (config.h's forward_variant; only api/forward.cpp.o and validate.cpp.o rebuilt): causal
 # 8k and Llama-3-8B 8k, where N is furthest behind FA3 (0.93 / 0.95 in call B), run the
@@ -24,7 +24,7 @@ bin=build-stage/tests/gpu_tests_N
 # The forward's tests (decode and KV-cache attention included): the other kernels' objects
 # are byte-identical in SASS to main's.
 forward='Shapes/ForwardGpuTest.*:Features/ForwardFeaturesGpuTest.*:ForwardGpuEdgeCases.*:ForwardRepeatGpu.*'
-left=$(( 160 - SECONDS ))
+left=$(( 260 - SECONDS ))
 for i in 0 1 2 3 4 5 6 7; do
   GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout $left $bin --gtest_brief=1 --gtest_filter="$forward" > $R/tests.shard$i 2>&1 &
 done
@@ -34,7 +34,7 @@ echo "suite at ${SECONDS}s"; grep -E '^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED' 
 save
 f='Shapes/ForwardGpuTest.*/bf16_d128_seqlen_127_129:Features/ForwardFeaturesGpuTest.*/fp16_d256_window_both_sides:Features/ForwardFeaturesGpuTest.*/bf16_d192*varlen_causal_gqa'
 for tool in memcheck racecheck; do
-  left=$(( 200 - SECONDS )); [ $left -lt 15 ] && { echo "no time for $tool"; continue; }
+  left=$(( 330 - SECONDS )); [ $left -lt 15 ] && { echo "no time for $tool"; continue; }
   timeout $left compute-sanitizer --tool $tool --error-exitcode 9 $bin --gtest_brief=1 --gtest_filter="$f" > $R/$tool.log 2>&1
   echo "$tool rc=$? at ${SECONDS}s"; tail -n 3 $R/$tool.log
 done
