@@ -41,34 +41,19 @@ done
 save
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/fa3_fwd-*.whl > $R/pip.log 2>&1
 scripts/package_per_library.sh $R M N N2
-bench() {  # bench LIB TAG ARGS...
+bench() {  # bench LIB TAG ARGS... (TAG "tiles": the N / N2 comparison, its own files)
   local n=$1 tag=$2; shift 2
+  local csv=$R/bench-$n-$tag-$pass.csv; [ $tag = tiles ] && csv=$R/tiles-$n-$pass.csv
   (cd bench && PYTHONPATH=/tmp/pkg-$n:/tmp/site timeout 60 python3 benchmark.py --impls warpflash,fa3 \
-    "$@" --iters 50 --warmup 5 --repeats 3 --commit $n --csv $R/bench-$n-$tag-$pass.csv > $R/bench-$n-$tag-$pass.log 2>&1)
+    "$@" --iters 50 --warmup 5 --repeats 3 --commit $n --csv $csv > $R/bench-$n-$tag-$pass.log 2>&1)
   echo "$n $tag pass $pass rc=$? at ${SECONDS}s"
 }
 pass=1
 for n in M N; do bench $n d128 --dtypes bf16 --head-dims 128 --seqlens 2048,4096,8192,16384; done; save
 for n in M N; do bench $n d256 --workloads paper --dtypes bf16 --head-dims 256 --seqlens 1024,2048,4096,16384; done; save
-for n in N N2; do bench $n long --dtypes bf16 --head-dims 128 --seqlens 8192 --causal 1; done; save
+for n in N N2; do bench $n tiles --dtypes bf16 --head-dims 128 --seqlens 8192 --causal 1; done; save
 for n in M N; do bench $n d192 --workloads paper --dtypes bf16 --head-dims 192 --seqlens 2048,8192; done; save
 for n in M N; do bench $n fp16 --workloads paper --dtypes fp16 --head-dims 128 --seqlens 4096,16384; done; save
-python3 - "$R" <<'PY'
-import csv, glob, sys, collections, statistics
-R = sys.argv[1]
-vals = collections.defaultdict(list)
-for lib in ("M", "N", "N2"):
-    for f in sorted(glob.glob(f"{R}/bench-{lib}-*.csv")):
-        tag = "long" if "-long-" in f else ""
-        for row in csv.DictReader(open(f)):
-            key = (tag, row["workload"], row["dtype"], row["head_dim"], row["causal"], row["seqlen"])
-            vals[key, lib if row["impl"] == "warpflash" else "fa3"].append(float(row["tflops"]))
-print("point | M or N2 | N | fa3 | N/M or N2/N | N/fa3")
-for k in sorted({k for k, _ in vals}):
-    other = "N2" if k[0] == "long" else "M"
-    med = {n: statistics.median(vals[k, n]) for n in (other, "N", "fa3") if vals.get((k, n))}
-    ratio = med["N2"] / med["N"] if other == "N2" else med["N"] / med["M"]
-    print(" ".join(k), "|", " | ".join("/".join(f"{x:.0f}" for x in vals[k, n]) for n in (other, "N", "fa3")),
-          "| %.3f | %.3f" % (ratio, med["N"] / med["fa3"]))
-PY
+scripts/summarize_libraries.py "$R/bench-{lib}-*.csv" M N | tee -a $R/summary.txt
+scripts/summarize_libraries.py "$R/tiles-{lib}-*.csv" N N2 | tee -a $R/summary.txt
 save

@@ -24,21 +24,7 @@ for pass in 1 2; do
   done
   save
 done
-python3 - "$R" <<'PY'
-import csv, glob, sys, collections, statistics
-R = sys.argv[1]
-vals = collections.defaultdict(list)
-for lib in ("N", "E"):
-    for f in sorted(glob.glob(f"{R}/bench-{lib}-*.csv")):
-        for row in csv.DictReader(open(f)):
-            key = (row["causal"], row["seqlen"])
-            vals[key, lib if row["impl"] == "warpflash" else "fa3"].append(float(row["tflops"]))
-print("causal seqlen | N | E | fa3 | E/N | N/fa3")
-for k in sorted({k for k, _ in vals}):
-    med = {n: statistics.median(vals[k, n]) for n in ("N", "E", "fa3")}
-    print(" ".join(k), "|", " | ".join("/".join(f"{x:.0f}" for x in vals[k, n]) for n in ("N", "E", "fa3")),
-          "| %.3f | %.3f" % (med["E"] / med["N"], med["N"] / med["fa3"]))
-PY
+scripts/summarize_libraries.py "$R/bench-{lib}-*.csv" N E | tee -a $R/summary.txt
 timeout 100 build-stage/tests/gpu_tests_E --gtest_brief=1 \
   --gtest_filter='Shapes/ForwardGpuTest.*bf16_d64*:Features/ForwardFeaturesGpuTest.*bf16_d64*' > $R/tests-E.log 2>&1
 echo "tests E rc=$?"; grep -E '^\[  (PASSED|FAILED)' $R/tests-E.log | head -5
