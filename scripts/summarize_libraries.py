@@ -24,7 +24,11 @@ def main(pattern, libs):
             for row in csv.DictReader(open(path)):
                 point = (row["workload"], row["dtype"], "d" + row["head_dim"],
                          "causal" if row["causal"] == "1" else "full", row["seqlen"])
-                runs[point, lib if row["impl"] == "warpflash" else row["impl"]].append(float(row["tflops"]))
+                try:
+                    tflops = float(row["tflops"])
+                except ValueError:  # "n/a": a peer that does not support the point
+                    continue
+                runs[point, lib if row["impl"] == "warpflash" else row["impl"]].append(tflops)
     points = sorted({p for p, _ in runs}, key=lambda p: (p[:4], int(p[4])))
     peers = sorted({n for _, n in runs} - set(libs))
     base = libs[0]

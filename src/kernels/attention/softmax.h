@@ -65,27 +65,57 @@ struct OnlineSoftmax {
     cute::array<float, kRows> correction;
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      float new_max = row_max[r];
-      CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(s); ++c) new_max = fmaxf(new_max, s(r, c));
-      new_max = quad_allreduce_max(new_max);
-      // A row that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
-      // exp2(-inf) = 0 and avoids inf - inf = NaN.
-      // Lazily, from -inf to finite grows (correction 0); -inf to -inf (NaN) does not.
-      bool grows = !kLazyRescale || new_max * scale_log2 - row_max[r] * scale_log2 > kRescaleThreshold;
-      if (!grows) new_max = row_max[r];
-      float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
-      correction[r] = grows ? exp2f(row_max[r] * scale_log2 - max_scaled) : 1.f;
-      row_max[r] = new_max;
-      float sum = 0.f;
-      CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(s); ++c) {
-        s(r, c) = exp2f(s(r, c) * scale_log2 - max_scaled);
-        sum += s(r, c);
-      }
-      row_sum[r] = row_sum[r] * correction[r] + sum;
+      correction[r] = update_row_max(s, r);
+      exponentiate_row(s, r, correction[r]);
     }
     return correction;
+  }
+
+  // update() in two parts, so that a kernel can wait for a GEMM between them (the forward
+  // mainloop's kSoftmaxBeforePvWait): every row's max and factor first, then the
+  // exponentials of rows [kBegin, kEnd) at a time.
+  template <class TensorS>
+  CUTE_DEVICE void update_max(TensorS& s, cute::array<float, kRows>& correction) {
+    static_assert(decltype(size<0>(s))::value == kRows);
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < kRows; ++r) correction[r] = update_row_max(s, r);
+  }
+
+  template <int kBegin, int kEnd, class TensorS>
+  CUTE_DEVICE void exponentiate_rows(TensorS& s, cute::array<float, kRows> const& correction) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = kBegin; r < kEnd; ++r) exponentiate_row(s, r, correction[r]);
+  }
+
+  // Row r's new reference max; returns O's factor for it.
+  template <class TensorS>
+  CUTE_DEVICE float update_row_max(TensorS const& s, int r) {
+    float new_max = row_max[r];
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(s); ++c) new_max = fmaxf(new_max, s(r, c));
+    new_max = quad_allreduce_max(new_max);
+    // A row that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
+    // exp2(-inf) = 0 and avoids inf - inf = NaN.
+    // Lazily, from -inf to finite grows (correction 0); -inf to -inf (NaN) does not.
+    bool grows = !kLazyRescale || new_max * scale_log2 - row_max[r] * scale_log2 > kRescaleThreshold;
+    if (!grows) new_max = row_max[r];
+    float max_scaled = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+    float correction = grows ? exp2f(row_max[r] * scale_log2 - max_scaled) : 1.f;
+    row_max[r] = new_max;
+    return correction;
+  }
+
+  // Row r's P in place, relative to its reference max, and its sum.
+  template <class TensorS>
+  CUTE_DEVICE void exponentiate_row(TensorS& s, int r, float correction) {
+    float max_scaled = row_max[r] == -INFINITY ? 0.f : row_max[r] * scale_log2;
+    float sum = 0.f;
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(s); ++c) {
+      s(r, c) = exp2f(s(r, c) * scale_log2 - max_scaled);
+      sum += s(r, c);
+    }
+    row_sum[r] = row_sum[r] * correction + sum;
   }
 
   // The next scores come in units of another scale (FP8 block quantization: their K
