@@ -102,7 +102,7 @@ struct ForwardTraits {
   // registers the PV GEMM still reads), serializing the two. The main loop ends ptxas's
   // scheduling block before that wait: +1-3% at d=128 and 192, +5-7% at d=256's short
   // tiles. Not at d=64: its three consumer warpgroups lost 6-12% (their pingpong of three
-  // overlaps enough) and its two-warpgroup short causal tiles 2-4% at 1k-2k; nor at d=96
+  // overlaps enough; the split below lost 5% there too) and its two-warpgroup short causal tiles 2-4% at 1k-2k; nor at d=96
   // (-3%, with the rescale below). Nor FP8 (geomean 1.00, d=256 1k -10.6%). Of the
   // softmax only the maxima and the first half of the rows' exponentials precede the
   // wait; the rest follow it, beside P's packing (mainloop.h). docs/perf-notes.md.
