@@ -1,4 +1,5 @@
-// Regenerates the inputs of ForwardGpuTest fp16_d256_full_b7_q64_k300_h16_kv2 for a seed.
+// Regenerates the inputs of ForwardGpuTest *_d256_full_b7_q64_k300_h16_kv2 for a seed (FP16; BF16
+// with a second argument): ./gen SEED [bf16]
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -14,7 +15,7 @@ int main(int argc, char** argv) {
   const char* names[3] = {"q.f32", "k.f32", "v.f32"};
   for (int t = 0; t < 3; ++t) {
     std::vector<float> x(sizes[t]);
-    for (long i = 0; i < sizes[t]; ++i) x[i] = testing::from_bits(DType::kFloat16, testing::to_bits(DType::kFloat16, normal(rng)));
+    for (long i = 0; i < sizes[t]; ++i) x[i] = testing::from_bits((argc > 2 ? DType::kBFloat16 : DType::kFloat16), testing::to_bits((argc > 2 ? DType::kBFloat16 : DType::kFloat16), normal(rng)));
     FILE* f = fopen(names[t], "wb"); fwrite(x.data(), 4, x.size(), f); fclose(f);
   }
 }
