@@ -10,6 +10,7 @@
 
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
+#include "common/output_tolerance.h"
 
 namespace warpflash::reference {
 namespace {
@@ -120,6 +121,30 @@ TEST(HalfPrecision, RoundingPicksTheNearestValue) {
   }
   EXPECT_EQ(round_to(Precision::kFloat16, 0.1f), 0.0999755859375f);
   EXPECT_EQ(round_to(Precision::kBFloat16, 0.1f), 0.10009765625f);
+}
+
+// The forward tests' absolute term: half an ulp of the largest output, floored at [0.5, 1).
+TEST(OutputRounding, HalfAnUlpOfTheLargestOutput) {
+  using testing::output_rounding;
+  EXPECT_EQ(output_rounding(DType::kFloat16, 0.7), std::ldexp(1.0, -12));
+  EXPECT_EQ(output_rounding(DType::kFloat16, 0.1), std::ldexp(1.0, -12));  // the floor
+  EXPECT_EQ(output_rounding(DType::kFloat16, 1.01), std::ldexp(1.0, -11));
+  EXPECT_EQ(output_rounding(DType::kFloat16, 2.0), std::ldexp(1.0, -10));
+  EXPECT_EQ(output_rounding(DType::kBFloat16, 0.7), std::ldexp(1.0, -9));
+  EXPECT_EQ(output_rounding(DType::kBFloat16, 1.5), std::ldexp(1.0, -8));
+  // It bounds the rounding of every output up to that magnitude, and is reached: the
+  // midpoint between 1 and FP16's next value (round to even) and BF16's likewise.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-3.f, 3.f);
+  for (int i = 0; i < 10000; ++i) {
+    const float x = value(rng);
+    EXPECT_LE(std::fabs(round_to(Precision::kFloat16, x) - x), output_rounding(DType::kFloat16, std::fabs(x)));
+    EXPECT_LE(std::fabs(round_to(Precision::kBFloat16, x) - x), output_rounding(DType::kBFloat16, std::fabs(x)));
+  }
+  EXPECT_EQ(1.f + std::ldexp(1.f, -11) - round_to(Precision::kFloat16, 1.f + std::ldexp(1.f, -11)),
+            output_rounding(DType::kFloat16, 1.0));
+  EXPECT_EQ(1.f + std::ldexp(1.f, -8) - round_to(Precision::kBFloat16, 1.f + std::ldexp(1.f, -8)),
+            output_rounding(DType::kBFloat16, 1.0));
 }
 
 }  // namespace
