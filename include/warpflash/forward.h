@@ -53,9 +53,10 @@ struct ForwardArgs {
   // bytes; not kept between calls and used in stream order. With it, long non-causal
   // problems whose tiles do not divide evenly among the SMs split the last round's tiles
   // along the keys, so that no SM idles at the end (on the H200 +2-3% at 16k keys, +6-10%
-  // at 15k), and sequences of different lengths (cu_seqlens, seqused) take their tiles in
-  // a dynamic order that keeps the SMs evenly busy. Without it (nullptr) forward() runs
-  // unsplit and in a static order: slower there, the same results to rounding.
+  // at 15k), and sequences of different lengths (cu_seqlens, seqused), windows and causal
+  // masks take their tiles in a dynamic order that keeps the SMs evenly busy. Without it
+  // (nullptr) forward() runs unsplit and in a static order: slower there, the same results
+  // to rounding.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 

@@ -149,7 +149,7 @@ size_t forward_workspace_bytes(const ForwardArgs& args) {
                                              forward_tile_config_of(launch.args, launch.plan).block_m);
   }
   // The dynamic tile order's counter (launch.h).
-  if (kernels::unequal_tiles(args)) {
+  if (kernels::dynamic_tile_order(args)) {
     return kernels::kTileCounterBytes;
   }
   kernels::ForwardTileConfig config = forward_tile_config_of(launch.args, launch.plan);

@@ -290,6 +290,45 @@ TEST(TileScheduler, CausalPairsThenALongestFirstTail) {
   EXPECT_EQ(odd.tile(5).head, 1);
 }
 
+// Causal in dynamic order: every tile once, in sections of heads, longest first within a
+// section, so the CTAs at work read the K/V of one section's heads.
+TEST(TileScheduler, CausalSectionsCoverEveryTileOnceLongestFirst) {
+  for (auto [m_blocks, heads, batch, per_section] :
+       {std::tuple{16, 10, 8, 21}, std::tuple{64, 10, 2, 4}, std::tuple{5, 3, 1, 7}, std::tuple{32, 32, 4, 16}}) {
+    ForwardTileScheduler scheduler{m_blocks, heads, batch, true};
+    scheduler.plan(132, 128);
+    scheduler.plan_sections(per_section);
+    const int sections = (heads * batch + per_section - 1) / per_section;
+    std::set<std::tuple<int, int, int>> seen;
+    int previous_m_block = m_blocks, previous_section = 0;
+    for (unsigned index = 0; index < scheduler.num_tiles(); ++index) {
+      TileCoord tile = scheduler.tile(index);
+      int head_batch = tile.batch * heads + tile.head;
+      int section = head_batch / per_section;
+      ASSERT_TRUE(seen.insert({tile.m_block, tile.head, tile.batch}).second) << "index " << index;
+      ASSERT_GE(section, previous_section) << "index " << index;
+      if (section == previous_section) EXPECT_LE(tile.m_block, previous_m_block) << "index " << index;
+      if (section > previous_section) EXPECT_EQ(tile.m_block, m_blocks - 1) << "index " << index;
+      previous_m_block = tile.m_block;
+      previous_section = section;
+    }
+    EXPECT_EQ(seen.size(), scheduler.num_tiles());
+    EXPECT_EQ(previous_section, sections - 1);
+    EXPECT_EQ(previous_m_block, 0);
+  }
+}
+
+// The heads per section: those whose K/V fill 16 MB, the heads of a K/V head sharing it.
+TEST(TileScheduler, HeadsPerL2Section) {
+  ForwardArgs args;
+  args.shape = {8, 2048, 2048, 10, 10, 192, 192};  // 1.5 MB of K/V a head
+  EXPECT_EQ(heads_per_l2_section(args, 2), 10);
+  args.shape = {4, 8192, 8192, 32, 8, 128, 128};  // Llama-3-8B: 4 MB a K/V head, 1 MB a query head
+  EXPECT_EQ(heads_per_l2_section(args, 2), 16);
+  args.shape = {1, 262144, 262144, 1, 1, 256, 256};  // more than a section: one head
+  EXPECT_EQ(heads_per_l2_section(args, 2), 1);
+}
+
 TEST(TileScheduler, ShortCausalProblemsKeepHeadsTogether) {
   ForwardTileScheduler scheduler{4, 512, 1, true};  // seqlen 512, 128-row tiles
   scheduler.plan(132, 128);

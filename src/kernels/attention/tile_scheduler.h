@@ -1,6 +1,7 @@
 // Which (m_block, head, batch) tiles each CTA of the persistent kernel computes: pure
-// index arithmetic, static (no global counter, so concurrent launches and CUDA graphs
-// need no workspace).
+// index arithmetic. The static order needs no global counter (no workspace); where the
+// caller gives one, problems of unequal tiles (varlen, windows, causal) take the same
+// indices in dynamic order instead (kernel.h).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,12 @@ struct TileCoord {
 //   Short problems with 128-row tiles skip the pairs when the snake alone balances them
 //   and order the tail head by head instead (longest first within a head): measured
 //   better there (docs/perf-notes.md).
+// - Causal in dynamic order (a tile counter, kernel.h; plan_sections()): no pairs, only
+//   the tail, in sections of heads whose K/V fit in L2 together, longest first within a
+//   section. The CTAs take the next tile as they finish, which balances by itself; the
+//   sections keep every K/V block read from DRAM once. (Longest first over all heads
+//   read d = 192 causal 2k's K/V twice: an L2 of ~25 MB for data all SMs share, modelled
+//   and measured with ncu in docs/perf-notes.md.)
 // - Sequences of different lengths (varlen, seqused: plan(..., lengths_vary = true)) keep
 //   this order, with num_m_blocks the longest sequence's: a sequence's m-blocks past its
 //   end are empty tiles, and a unit pairs the sequence's own m-blocks (pair_m_block).
@@ -55,7 +62,10 @@ struct ForwardTileScheduler {
   int paired_units = 0;              // paired_heads * M / 2
   int units_per_cta = 0;             // paired_units / ctas
   int extra_units = 0;               // paired_units % ctas: CTAs below it get one more unit
-  FastDivmod by_m_blocks, by_heads, by_pairs, by_tail_heads;
+  int section_heads = 0;             // heads (times batch) of a tail section
+  FastDivmod by_m_blocks, by_heads, by_pairs;
+  // The tail's sections: section_heads * M tiles each, the last with last_section_heads.
+  FastDivmod by_section_tiles, by_section_heads, by_last_section_heads;
   SplitTail split;  // set by the launcher of a kernel with kSplitTail
 
   ForwardTileScheduler() = default;
@@ -86,7 +96,25 @@ struct ForwardTileScheduler {
     paired_units = static_cast<int>(int64_t(paired_heads) / 2 * num_m_blocks);
     units_per_cta = paired_units / ctas;
     extra_units = paired_units % ctas;
-    by_tail_heads = FastDivmod(static_cast<unsigned>(heads_batch - paired_heads));
+    set_sections(static_cast<int>(heads_batch - paired_heads));
+  }
+
+  // Host side, after plan(), for a causal problem in dynamic order: all tiles in the tail's
+  // order, in sections of `heads_per_section` heads (times batch).
+  void plan_sections(int heads_per_section) {
+    if (!causal || num_m_blocks == 0 || tail_heads_together) return;
+    paired_heads = paired_units = units_per_cta = extra_units = 0;
+    set_sections(heads_per_section);
+  }
+
+  // Sections of `heads_per_section` of the tail's heads (all of them where it is < 1).
+  void set_sections(int heads_per_section) {
+    int tail_heads = heads * batch - paired_heads;
+    section_heads = heads_per_section < 1 || heads_per_section > tail_heads ? tail_heads : heads_per_section;
+    by_section_tiles = FastDivmod(static_cast<unsigned>(section_heads) * num_m_blocks);
+    by_section_heads = FastDivmod(static_cast<unsigned>(section_heads));
+    int last = tail_heads % section_heads;
+    by_last_section_heads = FastDivmod(static_cast<unsigned>(last > 0 ? last : section_heads));
   }
 
   // The linear tile index `cta` (of the `ctas` planned for) computes in `round`;
@@ -129,9 +157,12 @@ struct ForwardTileScheduler {
       unsigned tail_index = index - 2 * unsigned(paired_units), inner;
       if (tail_heads_together) {
         head_batch = paired_heads + by_m_blocks.divmod(tail_index, inner);
-      } else {
-        inner = by_tail_heads.divmod(tail_index, head_batch);
-        head_batch += paired_heads;
+      } else {  // in its section, m_block slowest (longest first), heads fastest
+        unsigned in_section, section = by_section_tiles.divmod(tail_index, in_section);
+        unsigned first = section * by_section_heads.divisor;
+        bool last = first + by_section_heads.divisor > unsigned(heads * batch - paired_heads);
+        inner = (last ? by_last_section_heads : by_section_heads).divmod(in_section, head_batch);
+        head_batch += paired_heads + first;
       }
       m_block = num_m_blocks - 1 - inner;
     }

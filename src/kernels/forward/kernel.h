@@ -155,12 +155,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   };
   // Static tile order: every role computes the CTA's tile index of a round from the
-  // scheduler. Dynamic (the general loop with params.tile_counter: sequences of different
-  // lengths, windows and chunks, whose tiles no static order balances): the producer thread
+  // scheduler. Dynamic (with params.tile_counter: sequences of different lengths, windows,
+  // chunks and causal masks, whose tiles no static order balances well): the producer thread
   // takes the next index from the counter once a tile's loads are issued (the first from
   // blockIdx.x) and passes it to the consumers with the tile's Q; an index past the last
   // tile, passed the same way, ends the loop.
-  bool dynamic_tiles = kGeneralLoop && params.tile_counter != nullptr;
+  bool dynamic_tiles = params.tile_counter != nullptr;
   auto static_index = [&](int round) {
     return scheduler.template tile_index<Traits::kSplitTail>(blockIdx.x, kGeneralLoop ? grid_size() : gridDim.x, round);
   };
@@ -239,13 +239,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         if (leader()) index = round == 0 ? blockIdx.x : grid_size() + atomicAdd(params.tile_counter, 1u);
         if constexpr (kGathers) index = __shfl_sync(0xffffffff, index, 0);
         if (index >= num_indices() && leader()) {  // the end, passed on to the consumers
-          Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
+          Mainloop::pass_q_empty_tile_producer(storage, round, index);
         }
         return index;
       };
       for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
         if (work.empty()) {
-          if (leader()) Mainloop::template pass_q_empty_tile_producer<kGeneralLoop>(storage, round, index);
+          if (leader()) Mainloop::pass_q_empty_tile_producer(storage, round, index);
         } else if constexpr (kGathers) {
           Loads::load_gathered(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
         } else {
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       bool rows_of_warpgroup = !kSkipsEmptyWarpgroups ||
                                tile.m_block * Traits::kBlockM + (warpgroup - 1) * 64 < work.mask.rows();
       if (work.empty()) {
-        if (is_consumer_that_loads) Mainloop::template pass_q_empty_tile_producer<false>(storage, round, index);
+        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round, index);
         Mainloop::pass_q_empty_tile_consumer(storage, round);
       } else if (!rows_of_warpgroup) {
         if constexpr (kSkipsEmptyWarpgroups) {

@@ -263,7 +263,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   // most of the short tiles and the SMs idled 19% of a window 4096's time, ncu.)
   // (Not FP8's: its V-transposing warps walk the tiles in the static order.)
   // (Not split-KV's runs: a worker's two pieces are its rounds in the static order.)
-  bool dynamic_order = unequal_tiles(args) && plan.split_workers == 0;
+  bool dynamic_order = dynamic_tile_order(args) && plan.split_workers == 0;
   if (kWarpSpecialization && !Traits::kFp8 && dynamic_order && args.workspace != nullptr &&
       args.workspace_bytes >= kTileCounterBytes) {
     params.tile_counter = static_cast<unsigned*>(args.workspace);
@@ -296,6 +296,9 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   if (params.split_kv.workers > 0) ctas = params.split_kv.workers;  // a CTA per run
   if constexpr (Traits::kClusterM == 1) {
     params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
+    if (params.tile_counter != nullptr && !lengths_vary) {
+      params.scheduler.plan_sections(heads_per_l2_section(args, sizeof(Input)));
+    }
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
     status = check_cuda(cudaGetLastError(), "forward_kernel launch");
     if (!status.ok() || !params.split_kv.active()) return status;

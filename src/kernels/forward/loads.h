@@ -37,7 +37,8 @@ struct ForwardLoads {
   // of the CTA's `round`, with the tile's scheduler index), load_kv(n_block, write) for one K/V
   // block into the ring. Partial tiles at either end are filled with zeros by TMA and
   // still count in full towards the barriers' transaction bytes.
-  template <bool kPublish>
+  // kGeneral: the general loop's loads (packed GQA's rows, a paged cache).
+  template <bool kGeneral>
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                      PipelineKV& pipeline_v, unsigned index, TileCoord tile, TileWork const& work,
                                      int round) {
@@ -77,15 +78,15 @@ struct ForwardLoads {
     auto load_q = [=, &params, &storage]() mutable {
       int stage = Mainloop::q_stage(round);
       // Packed GQA's rows: the consumers load them (load_q_rows), the buffer is marked
-      // full at once. (The general loop's producer only: kPublish.)
-      if constexpr (kPublish) {
+      // full at once. (The general loop's producer only.)
+      if constexpr (kGeneral) {
         if (params.q_rows != nullptr) {
-          Mainloop::template pass_q_empty_tile_producer<true>(storage, round, index);
+          Mainloop::pass_q_empty_tile_producer(storage, round, index);
           return;
         }
       }
       Mainloop::wait_q_empty(storage, round);
-      if constexpr (kPublish) Mainloop::publish_tile_index(storage, round, index);
+      Mainloop::publish_tile_index(storage, round, index);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
       copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
     };
@@ -217,14 +218,14 @@ struct ForwardLoads {
 
   // The producer warpgroup's thread, for each tile with work: Q, then K/V blocks
   // n_block_end - 1 down to n_block_begin, as fast as the ring frees up. A paged cache
-  // (the general loop only: kPublish) takes a loop of its own, so that neither loop holds
+  // (the general loop only: kGeneral) takes a loop of its own, so that neither loop holds
   // the other's addressing state in the producer's 24 registers.
-  template <bool kPublish>
+  template <bool kGeneral>
   CUTE_DEVICE static void load(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                PipelineKV& pipeline_v, PipelineState& write, unsigned index, TileCoord tile,
                                TileWork const& work, int round) {
-    auto loads = tile_loads<kPublish>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
-    if constexpr (kPublish && Traits::kPagedKv) {
+    auto loads = tile_loads<kGeneral>(params, storage, pipeline_k, pipeline_v, index, tile, work, round);
+    if constexpr (kGeneral && Traits::kPagedKv) {
       if (params.paged.active()) {
         load_blocks(get<0>(loads), paged_kv_loads(params, storage, pipeline_k, pipeline_v, tile, work), write, work);
         return;

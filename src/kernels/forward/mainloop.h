@@ -39,17 +39,16 @@ struct ForwardMainloop {
 
   // The Q barriers of a round whose tile has no work (it sees no key): the loading thread
   // marks the buffer full without loading, each consumer thread releases it unread.
-  // kPublish: the general loop, which may take its tiles in dynamic order (kernel.h).
-  template <bool kPublish>
   CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round, unsigned index) {
     wait_q_empty(storage, round);
-    if constexpr (kPublish) publish_tile_index(storage, round, index);
+    publish_tile_index(storage, round, index);
     cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_full[q_stage(round)]);
   }
   // The tile index of a round travels with its Q buffer: the loading thread writes it once
   // the buffer is free and before it marks the buffer full; the consumers read it once it
-  // is full (the dynamic tile order, kernel.h). The barriers' asm has no memory clobber, so
-  // these accesses carry their own.
+  // is full, in the dynamic tile order (kernel.h; in the static one they compute it and the
+  // store goes unread). The barriers' asm has no memory clobber, so these accesses carry
+  // their own.
   CUTE_DEVICE static void publish_tile_index(SharedStorage& storage, int round, unsigned index) {
     uint32_t address = cute::cast_smem_ptr_to_uint(&storage.tile_index[q_stage(round)]);
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(address), "r"(index) : "memory");

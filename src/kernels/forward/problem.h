@@ -47,6 +47,21 @@ inline int64_t longest_key_span(ForwardArgs const& args) {
 // The workspace of the dynamic tile order (sequences of different lengths): one counter.
 constexpr size_t kTileCounterBytes = 16;
 
+// Causal problems in dynamic order take their tiles in sections of heads whose K/V blocks
+// fit in this much of L2 together (ForwardTileScheduler::plan_sections). H100's 50 MB hold
+// about 25 MB of data that every SM reads (ncu's DRAM bytes match an LRU model of that
+// size, docs/perf-notes.md); 16 MB leaves room for Q and O passing through.
+constexpr int64_t kL2SectionBytes = int64_t(16) << 20;
+
+// Heads (times batch) per section: the query heads that read kL2SectionBytes of K/V, at
+// least one. The heads of one K/V head are adjacent, so they share its bytes.
+inline int heads_per_l2_section(ForwardArgs const& args, int64_t element_bytes) {
+  const AttentionShape& shape = args.shape;
+  int64_t kv_bytes = shape.seqlen_k * (shape.head_dim + shape.value_head_dim()) * element_bytes;
+  int64_t per_query_head = std::max<int64_t>(kv_bytes * shape.heads_kv / shape.heads_q, 1);
+  return static_cast<int>(std::clamp<int64_t>(kL2SectionBytes / per_query_head, 1, int64_t(1) << 30));
+}
+
 // Dense sequences, all seqlen long, K/V rows at their batch index: no cu_seqlens, no
 // seqused, no page table, no left padding.
 inline bool dense_equal_lengths(ForwardArgs const& args) {
@@ -59,6 +74,12 @@ inline bool dense_equal_lengths(ForwardArgs const& args) {
 // where the caller gives a workspace (launch.h); its first word is the tile counter.
 inline bool unequal_tiles(ForwardArgs const& args) {
   return !dense_equal_lengths(args) || forward_mask(args).mask.has_left_bound();
+}
+// The dynamic tile order: tiles of unequal cost, and causal ones (a tile's keys grow with
+// its m_block; the static order left the SMs idle 3.1-3.5% of causal d = 128 4k / 8k
+// against FlashAttention-3's 1.0-1.5% with its atomic counter, ncu).
+inline bool dynamic_tile_order(ForwardArgs const& args) {
+  return unequal_tiles(args) || forward_mask(args).mask.has_right_bound();
 }
 
 // K's and V's tensors as (batch, rows): a packed side is one batch of total_k rows, a
