@@ -54,7 +54,8 @@ struct ForwardArgs {
   // problems whose tiles do not divide evenly among the SMs split the last round's tiles
   // along the keys, so that no SM idles at the end (on the H200 +2-3% at 16k keys, +6-10%
   // at 15k), and sequences of different lengths (cu_seqlens, seqused), windows and causal
-  // masks take their tiles in a dynamic order that keeps the SMs evenly busy. Without it
+  // masks take their tiles in a dynamic order that keeps the SMs evenly busy (causal ones
+  // in groups of heads whose K/V stay in L2: +3-8% at d = 192 and 256). Without it
   // (nullptr) forward() runs unsplit and in a static order: slower there, the same results
   // to rounding.
   void* workspace = nullptr;

@@ -44,7 +44,7 @@ inline int64_t longest_key_span(ForwardArgs const& args) {
   return span;
 }
 
-// The workspace of the dynamic tile order (sequences of different lengths): one counter.
+// The workspace of the dynamic tile order (dynamic_tile_order below): one counter.
 constexpr size_t kTileCounterBytes = 16;
 
 // Causal problems in dynamic order take their tiles in sections of heads whose K/V blocks
@@ -77,7 +77,8 @@ inline bool unequal_tiles(ForwardArgs const& args) {
 }
 // The dynamic tile order: tiles of unequal cost, and causal ones (a tile's keys grow with
 // its m_block; the static order left the SMs idle 3.1-3.5% of causal d = 128 4k / 8k
-// against FlashAttention-3's 1.0-1.5% with its atomic counter, ncu).
+// against FlashAttention-3's 1.0-1.5% with its atomic counter, ncu), which also take
+// their tiles in L2-sized sections of heads (kL2SectionBytes).
 inline bool dynamic_tile_order(ForwardArgs const& args) {
   return unequal_tiles(args) || forward_mask(args).mask.has_right_bound();
 }
