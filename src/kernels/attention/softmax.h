@@ -75,7 +75,7 @@ struct OnlineSoftmax {
   // mainloop's kSoftmaxBeforePvWait): every row's max and factor first, then the
   // exponentials of rows [kBegin, kEnd) at a time.
   template <class TensorS>
-  CUTE_DEVICE void update_max(TensorS& s, cute::array<float, kRows>& correction) {
+  CUTE_DEVICE void update_max(TensorS const& s, cute::array<float, kRows>& correction) {
     static_assert(decltype(size<0>(s))::value == kRows);
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < kRows; ++r) correction[r] = update_row_max(s, r);

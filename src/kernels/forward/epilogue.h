@@ -7,8 +7,8 @@
 
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/tile_work.h"
-#include "kernels/forward/mainloop.h"
 #include "kernels/forward/pingpong.h"
+#include "kernels/forward/q_buffers.h"
 #include "kernels/forward/traits.h"
 
 namespace warpflash::kernels {
@@ -87,7 +87,7 @@ struct ForwardEpilogue {
       }
     }
     // The Q buffer holds no O here: free it for the next tile's Q at once.
-    if constexpr (Traits::kOInQBuffer) ForwardMainloop<Traits>::release_q(storage, round);
+    if constexpr (Traits::kOInQBuffer) ForwardQBuffers<Traits>::release_q(storage, round);
   }
 
   // A piece of a split tile (split_tail.h, split_kv.h): its normalized O and LSE in fp32
@@ -190,7 +190,7 @@ struct ForwardEpilogue {
       // The next tile's Q may overwrite these rows once the store has read them.
       if constexpr (Traits::kOInQBuffer) tma_store_wait<0>();
     }
-    if constexpr (Traits::kOInQBuffer) ForwardMainloop<Traits>::release_q(storage, round);
+    if constexpr (Traits::kOInQBuffer) ForwardQBuffers<Traits>::release_q(storage, round);
   }
 };
 

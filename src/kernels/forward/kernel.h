@@ -35,6 +35,7 @@ template <class Traits, class Mask>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const params) {
   using Mainloop = ForwardMainloop<Traits>;
+  using QBuffers = ForwardQBuffers<Traits>;
   using Loads = ForwardLoads<Traits>;
   using PipelineKV = typename Traits::PipelineKV;
   extern __shared__ __align__(1024) char shared_memory[];
@@ -239,13 +240,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         if (leader()) index = round == 0 ? blockIdx.x : grid_size() + atomicAdd(params.tile_counter, 1u);
         if constexpr (kGathers) index = __shfl_sync(0xffffffff, index, 0);
         if (index >= num_indices() && leader()) {  // the end, passed on to the consumers
-          Mainloop::pass_q_empty_tile_producer(storage, round, index);
+          QBuffers::pass_q_empty_tile_producer(storage, round, index);
         }
         return index;
       };
       for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork const& work) {
         if (work.empty()) {
-          if (leader()) Mainloop::pass_q_empty_tile_producer(storage, round, index);
+          if (leader()) QBuffers::pass_q_empty_tile_producer(storage, round, index);
         } else if constexpr (kGathers) {
           Loads::load_gathered(params, storage, pipeline_k, pipeline_v, write, index, tile, work, round);
         } else {
@@ -285,7 +286,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     typename PipelineKV::PipelineState read_k;  // V's state trails it (Mainloop::previous)
     auto write = cutlass::make_producer_start_state<PipelineKV>();  // used without warp specialization
     auto next_index = [&](int round) {
-      return dynamic_tiles ? Mainloop::published_tile_index(storage, round) : static_index(round);
+      return dynamic_tiles ? QBuffers::published_tile_index(storage, round) : static_index(round);
     };
     for_each_tile(next_index, [&](int round, unsigned index, TileCoord tile, TileWork work) {
       typename Traits::TiledMmaPV mma_pv;
@@ -317,8 +318,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       bool rows_of_warpgroup = !kSkipsEmptyWarpgroups ||
                                tile.m_block * Traits::kBlockM + (warpgroup - 1) * 64 < work.mask.rows();
       if (work.empty()) {
-        if (is_consumer_that_loads) Mainloop::pass_q_empty_tile_producer(storage, round, index);
-        Mainloop::pass_q_empty_tile_consumer(storage, round);
+        if (is_consumer_that_loads) QBuffers::pass_q_empty_tile_producer(storage, round, index);
+        QBuffers::pass_q_empty_tile_consumer(storage, round);
       } else if (!rows_of_warpgroup) {
         if constexpr (kSkipsEmptyWarpgroups) {
           Mainloop::pass_blocks(storage, pipeline_k, pipeline_v, read_k, pingpong, work, round);
@@ -376,7 +377,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         if (params.split_kv.active()) {
           ForwardEpilogue<Traits>::template store_piece<true>(params, int(index), consumer_tid, lse, acc_o,
                                                               work.mask.rows() - tile.m_block * Traits::kBlockM);
-          if constexpr (Traits::kOInQBuffer) Mainloop::release_q(storage, round);
+          if constexpr (Traits::kOInQBuffer) QBuffers::release_q(storage, round);
           return;
         }
       }

@@ -1,13 +1,13 @@
 // The forward producer's loads: TMA of Q and the K/V tiles into the ring, a paged cache's
 // loads (paged_kv.h: TMA boxes per run of rows, or the producer warps' gather), and the
-// order of a tile's loads. The Q buffers' barriers are the main loop's (mainloop.h).
+// order of a tile's loads. The Q buffers' barriers: q_buffers.h.
 #pragma once
 
 #include <cute/tensor.hpp>
 
 #include "kernels/attention/paged_kv.h"
 #include "kernels/attention/tile_work.h"
-#include "kernels/forward/mainloop.h"
+#include "kernels/forward/q_buffers.h"
 
 namespace warpflash::kernels {
 
@@ -21,7 +21,7 @@ struct ForwardLoads {
   using PipelineKV = typename Traits::PipelineKV;
   using PipelineState = typename PipelineKV::PipelineState;
   using TransactionBarrier = cutlass::arch::ClusterTransactionBarrier;
-  using Mainloop = ForwardMainloop<Traits>;
+  using QBuffers = ForwardQBuffers<Traits>;
 
   // A K/V load signalling `barrier` (at the same address in every CTA of the cluster).
   template <class Tma>
@@ -42,7 +42,7 @@ struct ForwardLoads {
   CUTE_DEVICE static auto tile_loads(Params const& params, SharedStorage& storage, PipelineKV& pipeline_k,
                                      PipelineKV& pipeline_v, unsigned index, TileCoord tile, TileWork const& work,
                                      int round) {
-    Tensor sQ = Mainloop::smem_q(storage, round);
+    Tensor sQ = QBuffers::smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
     Tensor sV = make_tensor(make_smem_ptr(storage.v.data()), typename Traits::SmemLayoutV{});
 
@@ -76,17 +76,17 @@ struct ForwardLoads {
     Tensor tVsV = tma_v.partition_D(sV);
 
     auto load_q = [=, &params, &storage]() mutable {
-      int stage = Mainloop::q_stage(round);
+      int stage = QBuffers::q_stage(round);
       // Packed GQA's rows: the consumers load them (load_q_rows), the buffer is marked
       // full at once. (The general loop's producer only.)
       if constexpr (kGeneral) {
         if (params.q_rows != nullptr) {
-          Mainloop::pass_q_empty_tile_producer(storage, round, index);
+          QBuffers::pass_q_empty_tile_producer(storage, round, index);
           return;
         }
       }
-      Mainloop::wait_q_empty(storage, round);
-      Mainloop::publish_tile_index(storage, round, index);
+      QBuffers::wait_q_empty(storage, round);
+      QBuffers::publish_tile_index(storage, round, index);
       TransactionBarrier::arrive_and_expect_tx(&storage.barrier_q_full[stage], Traits::kBytesQ);
       copy(params.tma_q.with(storage.barrier_q_full[stage]), tQgQ, tQsQ);
     };

@@ -1,6 +1,6 @@
-// The forward main loop: the Q buffers' barriers the producer and the consumers share, and
-// the consumers' S = Q K^T, masking, online softmax and O += P V over the K/V tiles (the
-// producer's loads: loads.h).
+// The forward main loop: the consumers' S = Q K^T, masking, online softmax and O += P V
+// over the K/V tiles (the producer's loads: loads.h; the Q buffers' barriers both share:
+// q_buffers.h).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -9,6 +9,7 @@
 
 #include "kernels/attention/fragment.h"
 #include "kernels/forward/pingpong.h"
+#include "kernels/forward/q_buffers.h"
 #include "kernels/attention/softmax.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/forward/traits.h"
@@ -26,53 +27,7 @@ struct ForwardMainloop {
   using SharedStorage = typename Traits::SharedStorage;
   using PipelineKV = typename Traits::PipelineKV;
   using PipelineState = typename PipelineKV::PipelineState;
-
-  // The Q buffer of a CTA's tile in `round`, and the phase of its barriers. Every round
-  // passes through the Q barriers, also a tile without work (see pass_q), so that the
-  // round alone names the buffer: the consumers need no counter of their own for it.
-  CUTE_DEVICE static int q_stage(int round) { return round % Traits::kStagesQ; }
-  CUTE_DEVICE static int q_phase(int round) { return (round / Traits::kStagesQ) & 1; }
-  CUTE_DEVICE static auto smem_q(SharedStorage& storage, int round) {
-    return make_tensor(make_smem_ptr(storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>),
-                       typename Traits::SmemLayoutQ{});
-  }
-
-  // The Q barriers of a round whose tile has no work (it sees no key): the loading thread
-  // marks the buffer full without loading, each consumer thread releases it unread.
-  CUTE_DEVICE static void pass_q_empty_tile_producer(SharedStorage& storage, int round, unsigned index) {
-    wait_q_empty(storage, round);
-    publish_tile_index(storage, round, index);
-    cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_full[q_stage(round)]);
-  }
-  // The tile index of a round travels with its Q buffer: the loading thread writes it once
-  // the buffer is free and before it marks the buffer full; the consumers read it once it
-  // is full, in the dynamic tile order (kernel.h; in the static one they compute it and the
-  // store goes unread). The barriers' asm has no memory clobber, so these accesses carry
-  // their own.
-  CUTE_DEVICE static void publish_tile_index(SharedStorage& storage, int round, unsigned index) {
-    uint32_t address = cute::cast_smem_ptr_to_uint(&storage.tile_index[q_stage(round)]);
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(address), "r"(index) : "memory");
-  }
-  CUTE_DEVICE static unsigned published_tile_index(SharedStorage& storage, int round) {
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
-    uint32_t address = cute::cast_smem_ptr_to_uint(&storage.tile_index[q_stage(round)]);
-    unsigned index;
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(index) : "r"(address) : "memory");
-    return index;
-  }
-  CUTE_DEVICE static void pass_q_empty_tile_consumer(SharedStorage& storage, int round) {
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
-    if constexpr (!Traits::kOInQBuffer) release_q(storage, round);
-  }
-  // With O written into the Q buffer the epilogue releases it instead.
-  CUTE_DEVICE static void release_q(SharedStorage& storage, int round) {
-    cutlass::arch::ClusterBarrier::arrive(&storage.barrier_q_empty[q_stage(round)]);
-  }
-  CUTE_DEVICE static void wait_q_empty(SharedStorage& storage, int round) {
-    if (round >= Traits::kStagesQ) {
-      cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_empty[q_stage(round)], q_phase(round - Traits::kStagesQ));
-    }
-  }
+  using QBuffers = ForwardQBuffers<Traits>;
 
   // The V^T operand's buffer: V's own bytes, or FP8's transposed copy.
   CUTE_DEVICE static Element* vt_data(SharedStorage& storage) {
@@ -128,8 +83,9 @@ struct ForwardMainloop {
   CUTE_DEVICE static void pass_blocks(SharedStorage& storage, PipelineKV& pipeline_k, PipelineKV& pipeline_v,
                                       PipelineState& read_k, Pingpong const& pingpong, TileWork const& work,
                                       int round) {
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
-    if constexpr (!Traits::kOInQBuffer) release_q(storage, round);
+    int q_stage = QBuffers::q_stage(round);
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage], QBuffers::q_phase(round));
+    if constexpr (!Traits::kOInQBuffer) QBuffers::release_q(storage, round);
     for (int blocks_left = work.n_block_end - work.n_block_begin; blocks_left > 0; --blocks_left) {
       pingpong.wait_turn();
       pingpong.pass_turn();
@@ -151,7 +107,7 @@ struct ForwardMainloop {
     constexpr int kChunksPerRow = Traits::kHeadDim / kChunk;
     int warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
     int warpgroup_tid = consumer_tid % cutlass::NumThreadsPerWarpGroup;
-    Tensor sQ = smem_q(storage, round);
+    Tensor sQ = QBuffers::smem_q(storage, round);
     int pack = params.mask.pack;
     Element const* q_group = params.q_rows + tile.batch * params.q_batch_stride +
                              int64_t(tile.head) * pack * params.q_head_stride;
@@ -187,7 +143,7 @@ struct ForwardMainloop {
                               PipelineV& pipeline_v, PipelineState& read_k, Pingpong const& pingpong,
                               unsigned index, TileCoord tile, TileWork const& work, int round, int consumer_tid,
                               AccO& acc_o, Softmax& softmax, AfterBlock&& after_block) {
-    Tensor sQ = smem_q(storage, round);
+    Tensor sQ = QBuffers::smem_q(storage, round);
     Tensor sK = make_tensor(make_smem_ptr(storage.k.data()), typename Traits::SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(vt_data(storage)), typename Traits::SmemLayoutVt{});
 
@@ -202,7 +158,7 @@ struct ForwardMainloop {
     constexpr bool kGeneralMask = std::is_same_v<Mask, AttentionMask>;
     auto q_operand = [&] {
       if constexpr (Traits::kRecomputeQDescriptors && kGeneralMask) {
-        Element* q = storage.q.data() + q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>;
+        Element* q = storage.q.data() + QBuffers::q_stage(round) * cosize_v<typename Traits::SmemLayoutQ>;
         asm volatile("" : "+l"(q));
         return thr_qk.partition_fragment_A(make_tensor(make_smem_ptr(q), typename Traits::SmemLayoutQ{}));
       } else {
@@ -348,7 +304,7 @@ struct ForwardMainloop {
 
     // Once the last S of the tile is computed the producer may load the next tile's Q.
     auto release_q_after = [&](bool last_block) {
-      if (!Traits::kOInQBuffer && last_block) release_q(storage, round);
+      if (!Traits::kOInQBuffer && last_block) QBuffers::release_q(storage, round);
     };
     int n_block_begin = work.n_block_begin;
 
@@ -401,7 +357,8 @@ struct ForwardMainloop {
       }
     };
 
-    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage(round)], q_phase(round));
+    int q_stage = QBuffers::q_stage(round);
+    cutlass::arch::ClusterBarrier::wait(&storage.barrier_q_full[q_stage], QBuffers::q_phase(round));
     if constexpr (kGeneralMask) {
       if (params.q_rows != nullptr) load_q_rows(params, storage, round, tile, work.mask.rows(), consumer_tid);
     }
