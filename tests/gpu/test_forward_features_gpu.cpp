@@ -15,8 +15,8 @@
 
 #include "common/dtype_bits.h"
 #include "common/head_dims.h"
-#include "common/output_tolerance.h"
 #include "common/hopper_gpu.h"
+#include "common/output_tolerance.h"
 #include "common/test_seed.h"
 #include "reference/attention_reference.h"
 #include "reference/half_precision.h"
