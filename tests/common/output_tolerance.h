@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "warpflash/tensor.h"
 
@@ -19,6 +20,13 @@ inline double output_rounding(DType dtype, double largest_output) {
   int exponent = 0;
   std::frexp(std::max(largest_output, 0.5), &exponent);  // largest_output in [2^(e-1), 2^e)
   return std::ldexp(1.0, exponent - 2 - mantissa_bits);
+}
+
+// The same for the largest magnitude in a reference output.
+inline double output_rounding(DType dtype, std::vector<double> const& reference) {
+  double largest = 0;
+  for (double x : reference) largest = std::max(largest, std::fabs(x));
+  return output_rounding(dtype, largest);
 }
 
 }  // namespace warpflash::testing
