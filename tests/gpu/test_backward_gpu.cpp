@@ -55,6 +55,7 @@ struct BackwardCase {
   float softcap = 0.f;
   bool sinks = false;
   bool deterministic = false;
+  int64_t chunk = 0;  // attention_chunk
 };
 
 const BackwardCase kBackwardCases[] = {
@@ -75,6 +76,12 @@ const BackwardCase kBackwardCases[] = {
     {"deterministic_more_keys", 1, 100, 333, 2, 2, true, -1, -1, 0.f, false, true},
     {"deterministic_window", 1, 500, 500, 2, 2, false, 64, 16, 0.f, false, true},
     {"deterministic_sinks_gqa", 2, 200, 150, 4, 2, true, -1, -1, 0.f, true, true},
+    // The mask's bounds one at a time and together, across blocks and off the diagonal.
+    {"window_left_only", 1, 400, 300, 2, 2, false, 100, -1},
+    {"window_right_only", 1, 300, 400, 2, 2, false, -1, 40},
+    {"causal_window", 2, 333, 500, 2, 2, true, 150, -1},
+    {"chunk_causal", 1, 600, 600, 2, 2, true, -1, -1, 0.f, false, false, 128},
+    {"chunk_window", 1, 300, 450, 2, 2, false, 70, 20, 0.f, false, false, 100},
 };
 
 // The sinks' gradient, -sum over rows of P_sink * rowsum(dO * O), two ways: against the same
@@ -135,6 +142,7 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   p.head_dim_v = dv;
   p.window_left = c.window_left;
   p.window_right = c.window_right;
+  p.attention_chunk = c.chunk;
   p.softcap = c.softcap;
   std::vector<float> sinks(c.heads_q);
   std::uniform_real_distribution<float> sink_logit(-2.f, 3.f);
@@ -175,6 +183,7 @@ TEST_P(BackwardGpuTest, MatchesReference) {
   f.causal = c.causal;
   f.window_left = c.window_left;
   f.window_right = c.window_right;
+  f.attention_chunk = c.chunk;
   f.softcap = c.softcap;
   if (c.sinks) f.learnable_sink = sinks_dev.get();
   Status status = forward(f);

@@ -19,6 +19,8 @@
 // loads of K, V and its first Q and dO tiles start while the preprocess finishes.
 #pragma once
 
+#include <climits>
+
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
@@ -26,6 +28,7 @@
 
 #include "kernels/attention/dependent_launch.h"
 #include "kernels/attention/fragment.h"
+#include "kernels/attention/special_registers.h"
 #include "kernels/attention/tile_work.h"
 #include "kernels/backward/dq_writer.h"
 #include "kernels/backward/epilogue.h"
@@ -52,13 +55,49 @@ CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
 
 // Zeroes the elements of P^T (and dS^T) whose key a query does not see, in the blocks that
 // cross a mask boundary (the others skip it). tScS holds each element's (key, query) in the
-// block; the queries are S^T's columns: their key bounds once per column, then one unsigned
-// compare per element (as the forward's mask).
-template <class Traits, class Coords, class... Accumulators>
+// block; the queries are S^T's columns. Without chunks (and the backward never packs
+// heads) a query's bounds are linear in it: query q sees key k when q + diag - window_left
+// <= k <= q + diag + window_right (and k < seqlen_k), so an element's test is its key's
+// distance from its query, a constant per element, against two thresholds per thread: a
+// few instructions an element (the per-column bounds of the general form cost ~1,100 a
+// thread per block at d = 64, docs/perf-notes.md). Chunks take the general form, and so
+// does the softcap branch (kLinear = false): at d = 64 the thresholds beside tanh's values
+// spill more.
+template <class Traits, bool kLinear, class Coords, class... Accumulators>
 CUTE_DEVICE void apply_block_mask(AttentionMask const& mask, int m_block, int n_block, Coords const& tScS,
                                   Accumulators&... accumulators) {
   if (!mask.block_needs_mask(m_block, n_block, Traits::kBlockM, Traits::kBlockN)) return;
-  Tensor coords = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));  // (key row, query column)
+  if (kLinear && mask.chunk == 0 && mask.pack == 1) {
+    // The coordinates again from %tid.x (special_registers.h): the thread's first element
+    // kept live across the loop spilled at d = 64.
+    Tensor fresh = typename Traits::TiledMmaS{}
+                       .get_thread_slice(fresh_thread_index() - Traits::kProducerThreads)
+                       .partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
+    Tensor coords = make_tensor(fresh.data(), rowcol_layout(fresh.layout()));  // (key row, query column)
+    int key0 = get<0>(coords(0, 0)), query0 = get<1>(coords(0, 0));  // this thread's first element
+    // Key minus query on the diagonal (relative to the block's first key and query), less
+    // the first element's: an element (k, q) is masked when its (k - key0) - (q - query0)
+    // is above `right` or below `left`, or its key is at or past the sequence's end.
+    int diag = m_block * Traits::kBlockM + mask.diagonal_offset() - n_block * Traits::kBlockN - (key0 - query0);
+    // (64-bit sums: a window bound may be up to 2^30, clamped into int's range.)
+    int right = mask.window_right < AttentionMask::kUnbounded
+                    ? int(cute::min(int64_t(diag) + mask.window_right, int64_t(INT_MAX)))
+                    : INT_MAX;
+    int left = mask.window_left < AttentionMask::kUnbounded
+                   ? int(cute::max(int64_t(diag) - mask.window_left, int64_t(INT_MIN)))
+                   : INT_MIN;
+    int keys_left = mask.seqlen_k - n_block * Traits::kBlockN - key0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < size<1>(coords); ++c) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < size<0>(coords); ++r) {
+        int key = get<0>(coords(r, c)) - key0, distance = key - (get<1>(coords(r, c)) - query0);
+        if (key >= keys_left || distance > right || distance < left) ((rowcol_view(accumulators)(r, c) = 0.f), ...);
+      }
+    }
+    return;
+  }
+  Tensor coords = make_tensor(tScS.data(), rowcol_layout(tScS.layout()));
   CUTLASS_PRAGMA_UNROLL
   for (int c = 0; c < size<1>(coords); ++c) {
     int query = m_block * Traits::kBlockM + get<1>(coords(0, c));
@@ -352,7 +391,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         for (int i = 0; i < size(acc_s); ++i) {
           acc_s(i) = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
         }
-        apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s);
+        apply_block_mask<Traits, /*kLinear=*/true>(mask, m_block, n_block, tScS, acc_s);
         warpgroup_wait<0>();  // dP^T
         warpgroup_fence_operand(acc_dp);
         CUTLASS_PRAGMA_UNROLL
@@ -374,7 +413,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           acc_s(i) = p;
           acc_dp(i) = p * (acc_dp(i) - tile_dpsum[query]) * (1.f - t * t);
         }
-        apply_block_mask<Traits>(mask, m_block, n_block, tScS, acc_s, acc_dp);
+        apply_block_mask<Traits, /*kLinear=*/false>(mask, m_block, n_block, tScS, acc_s, acc_dp);
       }
       Tensor acc_dq = partition_fragment_C(mma_dq, typename Traits::DqTile{});
       if constexpr (!Traits::kSplitHeadDim) {
@@ -400,11 +439,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrA, tDQrB, acc_dq);
         warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
         warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
+        pipeline_do.consumer_release(read);  // dV has read dO: the next one may load under dK
         warpgroup_fence_operand(acc_dq);
         hand_off_dq(acc_dq);
         warpgroup_wait<0>();  // dK (it reads Q and dS^T)
         pipeline_q.consumer_release(read);
-        pipeline_do.consumer_release(read);
       } else {
         // P^T and dS^T to shared memory (every warpgroup reads both warpgroups' queries; the
         // previous tile's GEMMs must have read them), then dK, dV and dQ, with Q and dO released
