@@ -61,8 +61,8 @@ CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
 // distance from its query, a constant per element, against two thresholds per thread: a
 // few instructions an element (the per-column bounds of the general form cost ~1,100 a
 // thread per block at d = 64, docs/perf-notes.md). Chunks take the general form, and so
-// does the softcap branch (kLinear = false): at d = 64 the thresholds beside tanh's values
-// spill more.
+// does the softcap branch (kLinear = false), where at d = 64 the linear form spilled 8
+// bytes more beside tanh's values.
 template <class Traits, bool kLinear, class Coords, class... Accumulators>
 CUTE_DEVICE void apply_block_mask(AttentionMask const& mask, int m_block, int n_block, Coords const& tScS,
                                   Accumulators&... accumulators) {
