@@ -20,7 +20,7 @@ bench() {  # bench LIB TAG ARGS...
     "$@" --iters 50 --warmup 5 --repeats 3 --commit $n --csv $R/$tag-$n-$pass.csv > $R/$tag-$n-$pass.log 2>&1)
   echo "$n $tag pass $pass rc=$? at ${SECONDS}s"
 }
-for pass in 1 2; do
+for pass in ${PASSES:-1 2}; do
   if [ $pass = 1 ]; then order="M Q"; else order="Q M"; fi
   for n in $order; do bench $n d192 --workloads paper --dtypes bf16 --head-dims 192 --seqlens 1024,2048,4096,8192; done
   save
