@@ -13,8 +13,9 @@ constexpr int backward_block_m(int head_dim) { return head_dim == 64 ? 128 : hea
 
 // Up to d = 128 each consumer warpgroup owns half of a 128-key block, with its dK and dV
 // in registers ((d + d_v) / 2 a thread). Wider heads do not fit that: 64 x 64 tiles
-// (FlashAttention-4's at d = 256), where the warpgroups split the head dim of dK, dV and dQ
-// and the queries of S^T and dP^T, with P and dS exchanged through shared memory.
+// (FlashAttention-4 beta27's at d = 256; 4.0.0b36 runs 64 x 48), where the warpgroups
+// split the head dim of dK, dV and dQ and the queries of S^T and dP^T, with P and dS
+// exchanged through shared memory.
 constexpr bool backward_splits_head_dim(int head_dim) { return head_dim > 128; }
 constexpr int backward_block_n(int head_dim) { return backward_splits_head_dim(head_dim) ? 64 : 128; }
 
