@@ -15,6 +15,7 @@
 #include "common/dtype_bits.h"
 #include "common/head_dims.h"
 #include "common/hopper_gpu.h"
+#include "kernels/backward/dq_order.h"
 #include "kernels/backward/prepost.h"
 #include "warpflash/warpflash.h"
 
@@ -131,9 +132,20 @@ TEST_P(BackwardPrepostGpuTest, MatchesTheCpu) {
     }
   }
 
-  // The postprocess on known accumulator values: dQ = scale * value, rounded once.
+  // The postprocess on known accumulator values: dQ = scale * value, rounded once. Each
+  // tile's values are in the main kernel's fragment order (dq_order.h): where_in_tile
+  // gives the float of each (row, column).
   std::vector<float> values(size_t(w.padded_rows) * heads * d);
   for (float& v : values) v = normal(rng);
+  kernels::BackwardDqOrder order = kernels::BackwardDqOrder::of(d);
+  std::vector<int> where_in_tile(size_t(w.block_m) * d);
+  for (int vector = 0; vector < w.block_m * d / 4; ++vector) {
+    for (int k = 0; k < 4; ++k) {
+      int row = 0, column = 0;
+      order.element(vector, k, row, column);
+      where_in_tile[size_t(row) * d + column] = 4 * vector + k;
+    }
+  }
   WARPFLASH_CUDA_OK(cudaMemcpy(workspace.get() + w.dq_accum, values.data(), values.size() * sizeof(float),
                                cudaMemcpyHostToDevice));
   status = kernels::launch_backward_postprocess_dq(dtype, params, nullptr);
@@ -149,7 +161,8 @@ TEST_P(BackwardPrepostGpuTest, MatchesTheCpu) {
         for (int k = 0; k < d; ++k) {
           size_t i = (size_t(token) * heads + h) * d + k;
           written[i] = true;
-          uint16_t want = to_bits(dtype, values[(size_t(h) * w.padded_rows + first + r) * d + k] * scale);
+          int64_t tile_row = int64_t(h) * w.padded_rows + first + r / w.block_m * w.block_m;
+          uint16_t want = to_bits(dtype, values[size_t(tile_row) * d + where_in_tile[size_t(r % w.block_m) * d + k]] * scale);
           if (d_q[i] != want && bad++ < 5) ADD_FAILURE() << "dQ of sequence " << b << " head " << h << " row " << r;
         }
       }

@@ -32,15 +32,22 @@ CUTE_DEVICE void store_release(int* address, int value) {
 }
 CUTE_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
 CUTE_DEVICE void wait_bulk_groups_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Adds `bytes` (a multiple of 16) of fp32 values from shared memory into global memory in
+// one bulk operation (no tensor map: the bytes are contiguous at both ends).
+CUTE_DEVICE void bulk_reduce_add(float* global, float const* shared, int bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(global),
+               "r"(cute::cast_smem_ptr_to_uint(shared)), "r"(bytes)
+               : "memory");
+}
 
 // A consumer warpgroup and the dQ writer warp meet at the kDqFull / kDqEmpty barriers.
 constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
 
 // Producer warp 1: adds every dQ tile the consumers leave in shared memory into the fp32
-// accumulator with a TMA reduce-add, one warpgroup's part at a time (its half of the
-// columns, or with kDqSplitRows its 64 rows, or with kDqSplitKeys all of the tile from its
-// keys), in the order the consumers compute them (FlashAttention-3's dQ writer; no atomics
-// in the consumers' loop). The last tile's buffer is not handed back: nobody waits for it.
+// accumulator, one warpgroup's part at a time, in the order the consumers compute them
+// (FlashAttention-3's dQ writer; no atomics in the consumers' loop). A part is contiguous
+// at both ends (fragment order, dq_order.h): one bulk reduce-add each, into its place in
+// the tile, or with kDqSplitKeys both into the whole tile (FlashAttention-4's handoff). The last tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each
 // once the tile's semaphore counts the ones after it, and count themselves once their
 // additions have completed. The CTAs of higher blocks start first (the kernel reverses the
@@ -52,11 +59,8 @@ template <class Traits>
 CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename Traits::SharedStorage& storage,
                                  AttentionMask const& mask, int n_block, int batch, int first_head, int group,
                                  int m_begin, int m_end) {
-  using PartTile = Shape<Int<Traits::kDqRows>, Int<Traits::kDqColumns>>;
-  constexpr int kPartsPerRowTile = Traits::kBlockM / Traits::kDqRows;
   BackwardWorkspace const& w = params.workspace;
-  Tensor mDQ = params.tma_dq.get_tma_tensor(make_shape(int(w.heads * w.padded_rows), typename Traits::HeadDim{}));
-  auto tma_dq = params.tma_dq.get_slice(_0{});
+  float* dq_accum = reinterpret_cast<float*>(params.workspace_base + w.dq_accum);
   wait_for_prerequisite();  // the preprocess has cleared the accumulator and the semaphores
   bool leader = cute::elect_one_sync();
   int tiles = group * (m_end - m_begin), tile = 0;
@@ -68,6 +72,7 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
     for (int m_block = m_begin; m_block < m_end; ++m_block, ++tile) {
       int row_tile = int(head_rows / Traits::kBlockM) + m_block;
       int* semaphore = dq_semaphore + row_tile;
+      float* tile_dq = dq_accum + (head_rows + int64_t(m_block) * Traits::kBlockM) * Traits::kHeadDim;
       int turn = mask.n_block_end(m_block, Traits::kBlockM, Traits::kBlockN) - 1 - n_block;
 #pragma unroll
       for (int half = 0; half < Traits::kConsumerWarpgroups; ++half) {
@@ -79,14 +84,8 @@ CUTE_DEVICE void reduce_dq_tiles(typename Traits::Params const& params, typename
             while (load_acquire(semaphore) != turn) __nanosleep(32);
             fence_proxy_async();  // the additions before ours, then ours (async proxy)
           }
-          Tensor sPart = make_tensor(
-              make_smem_ptr(storage.d_q.data() + half * cute::cosize_v<typename Traits::SmemLayoutDQPart>),
-              typename Traits::SmemLayoutDQPart{});
-          // A warpgroup's rows (kDqSplitRows), its columns, or (kDqSplitKeys) the whole tile.
-          Tensor gPart = local_tile(mDQ, PartTile{},
-                                    make_coord(row_tile * kPartsPerRowTile + (Traits::kDqSplitRows ? half : 0),
-                                               Traits::kDqSplitKeys || Traits::kDqSplitRows ? 0 : half));
-          copy(params.tma_dq, tma_dq.partition_S(sPart), tma_dq.partition_D(gPart));
+          bulk_reduce_add(tile_dq + (Traits::kDqSplitKeys ? 0 : half * Traits::kDqPartFloats),
+                          storage.d_q.data() + half * Traits::kDqPartFloats, Traits::kDqPartFloats * sizeof(float));
           tma_store_arrive();
           bool last = half == Traits::kConsumerWarpgroups - 1;
           if (params.deterministic && last) {

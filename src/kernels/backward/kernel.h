@@ -46,11 +46,8 @@ CUTE_DEVICE void store_matrix_x4_transposed(uint32_t address, uint32_t const (&p
                "r"(pairs[0]), "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
                : "memory");
 }
-CUTE_DEVICE void store_shared(uint32_t address, float x) {
-  asm volatile("st.shared.f32 [%0], %1;" ::"r"(address), "f"(x) : "memory");
-}
-CUTE_DEVICE void store_shared_pair(uint32_t address, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(x), "f"(y) : "memory");
+CUTE_DEVICE void store_shared_vector(uint32_t address, float x, float y, float z, float w) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(address), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
 }
 
 // Zeroes the elements of P^T (and dS^T) whose key a query does not see, in the blocks that
@@ -279,32 +276,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // (key, query) of every S^T element this thread holds.
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<typename Traits::BlockN, typename Traits::BlockM>{}));
 
-  // This warpgroup's part of the dQ tile in shared memory, and its barriers with the writer.
+  // This warpgroup's part of the dQ tile in shared memory, in fragment order (dq_order.h):
+  // vector j of a thread's four-value vectors at float 512 j + 4 (thread in warpgroup).
   int consumer_warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
-  // Accumulator value i of a 64 x N WGMMA tile sits at row 16 warp + lane / 4 + 8 (i / 2 % 2)
-  // and column 8 (i / 4) + 2 (lane % 4) + i % 2; in the 128-byte swizzled fp32 layout
-  // (SmemLayoutDQPart: 8 x 32 atoms, rows first) the column's 16-byte chunk is XORed with
-  // row % 8 = lane / 4. Written out so that only one per-thread XOR term stays live.
-  int dq_lane = consumer_tid % cutlass::NumThreadsPerWarp, dq_warp = consumer_tid / cutlass::NumThreadsPerWarp % 4;
-  uint32_t dq_half = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
-                                                 consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQPart> +
-                                                 (dq_warp * 16 + dq_lane / 4) * 32 + dq_lane % 2 * 2);
-  int dq_chunk_xor = (dq_lane % 4 / 2) ^ (dq_lane / 4);
-  auto dq_offset = [&](int i) {
-    int column_group = i / 4;  // 8 columns each
-    return column_group / 4 * (Traits::kDqRows * 32) + (i / 2 % 2) * 8 * 32 + ((column_group % 4 * 2) ^ dq_chunk_xor) * 4;
-  };
-  // kDqTransposed: value i of dQ^T is column c = 16 warp + lane / 4 + 8 (i / 2 % 2) of the
-  // part and query q = 8 (i / 4) + 2 (lane % 4) + i % 2, so a pair is two rows: 4-byte
-  // stores. Its 16-byte chunk within the 32-column atom, (c % 32) / 4 = 4 (warp % 2) +
-  // 2 (i / 2 % 2) + lane / 16, is XORed with q % 8 = 2 (lane % 4) + i % 2; the thread's
-  // share of both is dq_t_chunk (conflict-free: the 32 lanes reach 8 chunks x 4 banks).
-  uint32_t dq_t_base = cute::cast_smem_ptr_to_uint(storage.d_q.data() +
-                                                   consumer_warpgroup * cute::cosize_v<typename Traits::SmemLayoutDQPart> +
-                                                   dq_warp / 2 * (Traits::kDqRows * 32) + dq_lane % 4 * 2 * 32 +
-                                                   dq_lane / 4 % 4);
-  int dq_t_chunk = (dq_warp % 2 * 4 + dq_lane / 16) ^ (dq_lane % 4 * 2);
-  auto dq_t_offset = [&](int i) { return i / 4 * 256 + i % 2 * 32 + (dq_t_chunk ^ (i / 2 % 2 * 2 + i % 2)) * 4; };
+  int lane = consumer_tid % cutlass::NumThreadsPerWarp, warp = consumer_tid / cutlass::NumThreadsPerWarp % 4;
+  uint32_t dq_part = cute::cast_smem_ptr_to_uint(storage.d_q.data() + consumer_warpgroup * Traits::kDqPartFloats +
+                                                 4 * (consumer_tid % cutlass::NumThreadsPerWarpGroup));
   // dS^T from the S^T accumulator into dS (queries, keys; 8 x 64 atoms, 128-byte swizzle,
   // rows first) with transposing matrix stores: value i holds key 16 warp + lane / 4 +
   // 8 (i / 2 % 2) of the warpgroup's keys and query 8 (i / 4) + 2 (lane % 4) + i % 2 of its
@@ -317,10 +294,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   static_assert(Traits::kBlockN == (Traits::kSplitHeadDim ? 64 : 128), "the dS addressing below");
   constexpr int kDsWarpgroupOffset = Traits::kSplitHeadDim ? Traits::kBlockM / 2 * 64 : Traits::kBlockM * 64;
   constexpr int kDsStores = Traits::ScoreColumns::value / 16;
-  int ds_matrix = dq_lane / 8, ds_row = dq_lane % 8;
+  int ds_matrix = lane / 8, ds_row = lane % 8;
   uint32_t ds_base = cute::cast_smem_ptr_to_uint(storage.d_s.data() + consumer_warpgroup * kDsWarpgroupOffset +
                                                  ds_matrix / 2 * 512 + ds_row * 64 +
-                                                 ((2 * dq_warp + ds_matrix % 2) ^ ds_row) * 8);
+                                                 ((2 * warp + ds_matrix % 2) ^ ds_row) * 8);
   auto store_transposed = [](uint32_t base, auto const& fragment) {
     uint32_t const* pairs = reinterpret_cast<uint32_t const*>(fragment.data());  // the values' order (fragment.h)
     CUTLASS_PRAGMA_UNROLL
@@ -339,16 +316,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // has read this warpgroup's previous tile.
   auto hand_off_dq = [&](auto const& acc_dq) {
     if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));
-    if constexpr (Traits::kDqTransposed) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dq); ++i) store_shared(dq_t_base + dq_t_offset(i) * sizeof(float), acc_dq(i));
-    } else {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(acc_dq); i += 2) {  // column pairs: 8-byte stores
-        store_shared_pair(dq_half + dq_offset(i) * sizeof(float), acc_dq(i), acc_dq(i + 1));
-      }
+    static_assert(decltype(size(acc_dq))::value * cutlass::NumThreadsPerWarpGroup == Traits::kDqPartFloats);
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < size(acc_dq) / 4; ++j) {
+      store_shared_vector(dq_part + j * 512 * sizeof(float), acc_dq(4 * j), acc_dq(4 * j + 1), acc_dq(4 * j + 2),
+                          acc_dq(4 * j + 3));
     }
-    cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the TMA
+    cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to the bulk copy
     cutlass::arch::NamedBarrier::arrive(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqFull));
   };
   // The wide form's P^T and dS^T operands: their tiles in shared memory, read transposed.

@@ -49,9 +49,6 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
     auto gV = make_gmem_tensor<HeadDimV, Input>(f.v, rows_k, shape.heads_kv, batch_k);
     auto gDK = make_gmem_tensor<HeadDim, Element>(args.d_k, rows_k, shape.heads_kv, batch_k);
     auto gDV = make_gmem_tensor<HeadDimV, Element>(args.d_v, rows_k, shape.heads_kv, batch_k);
-    BackwardWorkspace const& w = prepost.workspace;
-    Tensor gDQ = make_tensor(make_gmem_ptr(reinterpret_cast<float*>(prepost.workspace_base + w.dq_accum)),
-                             typename Traits::GmemLayoutDQ{make_shape(int(w.heads * w.padded_rows), HeadDim{})});
     typename Traits::Params params{
         make_tma_copy(SM90_TMA_LOAD{}, gQ, take<0, 2>(typename Traits::SmemLayoutQ{}),
                       Shape<typename Traits::BlockM, HeadDim>{}, _1{}),
@@ -61,7 +58,6 @@ Status launch_backward(BackwardArgs const& args, float softmax_scale) {
                       _1{}),
         make_tma_copy(SM90_TMA_LOAD{}, gV, typename Traits::SmemLayoutV{}, Shape<typename Traits::BlockN, HeadDimV>{},
                       _1{}),
-        make_tma_copy(SM90_TMA_REDUCE_ADD{}, gDQ, typename Traits::SmemLayoutDQPart{}),
         make_tma_copy(SM90_TMA_STORE{}, gDK, typename Traits::SmemLayoutK{}, Shape<typename Traits::BlockN, HeadDim>{},
                       _1{}),
         make_tma_copy(SM90_TMA_STORE{}, gDV, typename Traits::SmemLayoutV{},

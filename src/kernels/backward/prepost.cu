@@ -10,6 +10,7 @@
 
 #include "kernels/attention/check_cuda.h"
 #include "kernels/attention/dependent_launch.h"
+#include "kernels/backward/dq_order.h"
 
 namespace warpflash::kernels {
 namespace {
@@ -55,6 +56,10 @@ __device__ __forceinline__ bool tile_rows(BackwardPrepostParams const& p, TileRo
 // (64 x 256) for the preprocess, 4096 of 4 for the postprocess, over 256 threads.
 constexpr int kPreprocessLoads = 8;
 constexpr int kPostprocessLoads = 16;
+
+// The postprocess's row pitch in 16-bit elements: 8 more than the head dim, so that the
+// rows a warp's scattered stores reach lie 4 banks apart (head dims are multiples of 32).
+__host__ __device__ constexpr int dq_tile_pitch(int head_dim) { return head_dim + 8; }
 
 // dPsum = rowsum(dO * O) (0 past the sequence), LSE * log2(e) (+inf past the sequence and
 // for rows that saw no key, so that the main kernel's P = exp2(S - LSE_log2) is 0 there),
@@ -159,10 +164,14 @@ __device__ void sum_sink_shares(BackwardPrepostParams const& p, int head) {
   if (lane == 0) p.d_sink[head] = sum;
 }
 
-// dQ = softmax_scale * accumulator for the tile's rows of its sequence; 4 columns a load,
-// consecutive ones to consecutive threads, all of a thread's loads issued before its stores.
+// dQ = softmax_scale * accumulator for the tile's rows of its sequence. The accumulator's
+// tile is in the main kernel's fragment order (dq_order.h): each thread issues all of its
+// 16-byte loads (consecutive vectors to consecutive threads) before it uses any, puts the
+// scaled, rounded values in place in a shared-memory copy of the tile, whose rows then
+// leave 16 bytes a thread.
 template <class Element>
 __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(BackwardPrepostParams const p) {
+  extern __shared__ uint4 shared_dq[];  // (block_m, dq_tile_pitch(head_dim)) Elements
   wait_for_prerequisite();  // launched as the main kernel's programmatic dependent
   if (p.sinks != nullptr && p.deterministic && blockIdx.x == 0 && blockIdx.z == 0 && threadIdx.x < 32) {
     sum_sink_shares(p, blockIdx.y);
@@ -171,26 +180,39 @@ __global__ void __launch_bounds__(kThreads) backward_postprocess_dq_kernel(Backw
   if (!tile_rows(p, rows)) return;
   int head = blockIdx.y, batch_coord = p.seq_q.batch_coord(blockIdx.z);
   BackwardWorkspace const& w = p.workspace;
+  BackwardDqOrder const order = BackwardDqOrder::of(w.head_dim);
+  Element* tile = reinterpret_cast<Element*>(shared_dq);
+  int pitch = dq_tile_pitch(w.head_dim);
   float4 const* accumulator = reinterpret_cast<float4 const*>(
       reinterpret_cast<float const*>(p.workspace_base + w.dq_accum) + (int64_t(head) * w.padded_rows + rows.first) * w.head_dim);
-  int quads = w.head_dim / 4, tile_quads = w.block_m * quads;
-  for (int first = 0; first < tile_quads; first += kPostprocessLoads * kThreads) {
+  int vectors = w.block_m * w.head_dim / 4;
+  for (int first = 0; first < vectors; first += kPostprocessLoads * kThreads) {
     float4 sums[kPostprocessLoads];
 #pragma unroll
     for (int k = 0; k < kPostprocessLoads; ++k) {
       int i = first + k * kThreads + threadIdx.x;
-      if (i < tile_quads && rows.row_begin + i / quads < rows.seq.length) sums[k] = accumulator[i];
+      if (i < vectors) sums[k] = accumulator[i];
     }
 #pragma unroll
     for (int k = 0; k < kPostprocessLoads; ++k) {
-      int i = first + k * kThreads + threadIdx.x, row = rows.row_begin + i / quads;
-      if (i >= tile_quads || row >= rows.seq.length) continue;
-      float4 sum = sums[k];
-      Element out[4] = {from_float<Element>(sum.x * p.softmax_scale), from_float<Element>(sum.y * p.softmax_scale),
-                        from_float<Element>(sum.z * p.softmax_scale), from_float<Element>(sum.w * p.softmax_scale)};
-      Element* d_q = row_of<Element>(p.d_q, batch_coord, rows.seq.offset + row, head) + i % quads * 4;
-      *reinterpret_cast<uint2*>(d_q) = *reinterpret_cast<uint2 const*>(out);
+      int i = first + k * kThreads + threadIdx.x;
+      if (i >= vectors) break;
+      float const values[4] = {sums[k].x, sums[k].y, sums[k].z, sums[k].w};
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        int row = 0, column = 0;
+        order.element(i, v, row, column);
+        tile[row * pitch + column] = from_float<Element>(values[v] * p.softmax_scale);
+      }
     }
+  }
+  __syncthreads();
+  int chunks = w.head_dim / 8;  // of 16 bytes
+  for (int i = threadIdx.x; i < w.block_m * chunks; i += kThreads) {
+    int r = i / chunks, column = i % chunks * 8, row = rows.row_begin + r;
+    if (row >= rows.seq.length) break;
+    *reinterpret_cast<uint4*>(row_of<Element>(p.d_q, batch_coord, rows.seq.offset + row, head) + column) =
+        *reinterpret_cast<uint4 const*>(tile + r * pitch + column);
   }
 }
 
@@ -223,11 +245,13 @@ Status launch_backward_preprocess(DType dtype, BackwardPrepostParams const& para
 }
 
 Status launch_backward_postprocess_dq(DType dtype, BackwardPrepostParams const& params, cudaStream_t stream) {
+  size_t tile_bytes = size_t(params.workspace.block_m) * dq_tile_pitch(params.head_dim) * 2;  // 16-bit elements
   if (dtype == DType::kBFloat16) {
-    return launch(backward_postprocess_dq_kernel<__nv_bfloat16>, params, stream, "backward_postprocess_dq_kernel", 0,
-                  true);
+    return launch(backward_postprocess_dq_kernel<__nv_bfloat16>, params, stream, "backward_postprocess_dq_kernel",
+                  tile_bytes, true);
   }
-  return launch(backward_postprocess_dq_kernel<__half>, params, stream, "backward_postprocess_dq_kernel", 0, true);
+  return launch(backward_postprocess_dq_kernel<__half>, params, stream, "backward_postprocess_dq_kernel", tile_bytes,
+                true);
 }
 
 }  // namespace warpflash::kernels

@@ -14,6 +14,7 @@
 #include "kernels/attention/mask.h"
 #include "kernels/attention/seqlen.h"
 #include "kernels/backward/config.h"
+#include "kernels/backward/dq_order.h"
 #include "kernels/backward/workspace.h"
 #include "kernels/forward/traits.h"
 #include "warpflash/tensor.h"
@@ -31,27 +32,26 @@ struct BackwardTraits {
   static constexpr int kBlockM = backward_block_m(kHeadDim);  // query rows per step
   static constexpr int kBlockN = backward_block_n(kHeadDim);  // keys per CTA
   static constexpr int kConsumerWarpgroups = 2;
-  // dQ leaves in one part per consumer warpgroup: its half of dQ's columns; or at d = 96
-  // (whose 48-column halves would cut K^T's 32-column swizzle atoms) all of dQ from the
-  // warpgroup's own keys, the two parts added into the same rows; or with 128-query tiles
-  // (d = 64) its half of the rows, all columns (FlashAttention-3's AtomLayoutMdQ = 2: a
-  // 64 x 64 GEMM each rather than 128 x 32).
-  static constexpr bool kDqSplitKeys = kHeadDim % 64 != 0;
-  static constexpr bool kDqSplitRows = kBlockM == 128;
-  // With 80-query tiles (d = 128) dQ's rows are no multiple of a warpgroup's 64-row WGMMA:
-  // the warpgroups compute dQ^T = K^T dS^T, each 64 of its head-dim rows by all 80 queries
-  // (FlashAttention-3's dQ_swapAB), and store it back into (query, column) parts.
-  static constexpr bool kDqTransposed = kBlockM % 64 != 0;
+  // dQ leaves in one part per consumer warpgroup (dq_order.h): its half of dQ's columns; or
+  // at d = 96 (whose 48-column halves would cut K^T's 32-column swizzle atoms) all of dQ
+  // from the warpgroup's own keys, the two parts added into the same floats; or with
+  // 128-query tiles (d = 64) its half of the rows, all columns (FlashAttention-3's
+  // AtomLayoutMdQ = 2: a 64 x 64 GEMM each rather than 128 x 32); or with 80-query tiles
+  // (d = 128), whose rows are no multiple of a warpgroup's 64-row WGMMA, dQ^T = K^T dS^T,
+  // each 64 of its head-dim rows by all 80 queries (FlashAttention-3's dQ_swapAB).
+  static constexpr BackwardDqOrder kDqOrder = BackwardDqOrder::of(kHeadDim);
+  static constexpr bool kDqSplitKeys = kDqOrder.split == BackwardDqOrder::Split::kKeys;
+  static constexpr bool kDqSplitRows = kDqOrder.split == BackwardDqOrder::Split::kRows;
+  static constexpr bool kDqTransposed = kDqOrder.split == BackwardDqOrder::Split::kTransposed;
   using DqTile = std::conditional_t<kDqTransposed, Shape<Int<kHeadDim>, Int<kBlockM>>,
                                     Shape<Int<kBlockM>, Int<kHeadDim>>>;  // the dQ GEMM's (M, N)
-  static constexpr int kDqRows = kDqSplitRows ? kBlockM / 2 : kBlockM;
-  static constexpr int kDqColumns = kDqSplitKeys || kDqSplitRows ? kHeadDim : kHeadDim / 2;
+  static constexpr int kDqPartFloats = kDqOrder.part_floats();  // a warpgroup's part
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
   // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
   // releases as soon as their GEMMs are done.
   static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
                                          (kSplitHeadDim ? 2 : 1) * kBlockM * kBlockN * int(sizeof(Element)) +
-                                         kConsumerWarpgroups * kDqRows * kDqColumns * int(sizeof(float));
+                                         kConsumerWarpgroups * kDqPartFloats * int(sizeof(float));
   static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
   static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
@@ -66,7 +66,9 @@ struct BackwardTraits {
   static_assert(kBlockM == 64 || ((kBlockM == 128 || kBlockM == 80) && !kSplitHeadDim && !kDqSplitKeys),
                 "the S^T and dP^T GEMMs have kBlockM as their N, the dQ GEMM as its M (one 64-row atom a "
                 "warpgroup) or, transposed, as its N");
-  static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "dQ's parts are whole 32-column swizzle atoms");
+  static_assert(kHeadDim % 32 == 0 && kHeadDimV % 32 == 0, "the warpgroups' dQ GEMMs start at K^T's swizzle atoms");
+  static_assert(kDqOrder.parts() * kDqPartFloats == kBlockM * kHeadDim || kDqSplitKeys,
+                "the warpgroups' dQ parts tile the query tile");
   static_assert(!(kDqSplitKeys && kSplitHeadDim), "the wide form splits dQ by columns");
   static_assert(!kSplitHeadDim || (kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kBlockN == 64),
                 "the warpgroups' halves of the head dim start at a swizzle atom (SmemAtom); S^T has 64 keys");
@@ -118,7 +120,7 @@ struct BackwardTraits {
           decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float,
                                                        Shape<_64, HeadDim, Int<kBlockN / 2>>, GMMA::Major::K,
                                                        GMMA::Major::MN>())),
-          decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDqColumns>, BlockN>,
+          decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDqOrder.gemm_n>, BlockN>,
                                                        GMMA::Major::K, GMMA::Major::MN>(),
                                   std::conditional_t<kDqSplitRows, KeyWarpgroups, ColumnWarpgroups>{}))>>;
 
@@ -148,12 +150,6 @@ struct BackwardTraits {
   using SmemLayoutDSt =
       decltype(composition(SmemLayoutDS{}, make_ordered_layout(Shape<BlockN, BlockM>{}, Step<_2, _1>{})));
 
-  // Each consumer warpgroup's part of dQ in fp32 (kDqRows x kDqColumns), for the TMA
-  // reduce-add into the workspace's accumulator (128-byte swizzle: the fragment's 8-byte
-  // stores are conflict-free); the parts follow each other.
-  using SmemLayoutDQPart =
-      decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<Int<kDqRows>, Int<kDqColumns>>{}));
-
   using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
 
   struct SharedStorage {
@@ -162,7 +158,8 @@ struct BackwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>, 1024> d_o;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>, 1024> d_s;
-    cute::array_aligned<float, kConsumerWarpgroups * cute::cosize_v<SmemLayoutDQPart>, 1024> d_q;
+    // Each consumer warpgroup's part of a dQ tile in fp32, in fragment order (dq_order.h).
+    cute::array_aligned<float, kConsumerWarpgroups * kDqPartFloats, 128> d_q;
     // Each query tile's LSE_log2 and dPsum, copied with its Q and dO tiles (onto their barriers).
     alignas(16) float lse_log2[kStages][kBlockM];
     alignas(16) float dpsum[kStages][kBlockM];
@@ -198,18 +195,11 @@ struct BackwardTraits {
                                        Shape<BlockN, HeadDim>{}, _1{}));
   using TmaDV = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensor<HeadDimV, Element>{}, SmemLayoutV{},
                                        Shape<BlockN, HeadDimV>{}, _1{}));
-  // The fp32 dQ accumulator as (heads x padded rows, head dim), row-major.
-  using GmemLayoutDQ = Layout<Shape<int, HeadDim>, Stride<HeadDim, _1>>;
-  using TmaDQ = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
-                                       make_tensor(make_gmem_ptr(static_cast<float*>(nullptr)), GmemLayoutDQ{}),
-                                       SmemLayoutDQPart{}));
-
   struct Params {
     TmaQ tma_q;
     TmaDO tma_do;
     TmaK tma_k;
     TmaV tma_v;
-    TmaDQ tma_dq;  // reduce-add of a warpgroup's part of a dQ tile into the accumulator
     TmaDK tma_dk;  // dK and dV of the blocks whose keys all lie inside their sequence
     TmaDV tma_dv;
     Shape<int, HeadDim, int, int> shape_q;
