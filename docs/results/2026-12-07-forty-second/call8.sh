@@ -20,7 +20,7 @@ done > $R/timing.log 2>&1
 echo "timing done at ${SECONDS}s"; save
 for tool in memcheck racecheck; do
   timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $S/D/tests/warpflash_gpu_tests --gtest_brief=1 \
-    --gtest_filter='Backward/*bf16_d64_causal_window:Backward/*bf16_d128_chunk_causal:Backward/*fp16_d96_window_right_only:Backward/*bf16_d256_causal*:Prepost/*bf16_d128*' > $R/$tool.log 2>&1
+    --gtest_filter='Backward/*bf16_d64_causal_window:Backward/*bf16_d128_chunk_causal:Backward/*fp16_d96_window_right_only:Prepost/*bf16_d128*' > $R/$tool.log 2>&1
   echo "$tool rc=$? at ${SECONDS}s"; tail -n 2 $R/$tool.log
 done
 save

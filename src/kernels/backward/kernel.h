@@ -10,10 +10,10 @@
 // each owning half of the block's keys, with P^T and dS^T from registers in the dV and dK
 // GEMMs (d <= 128), or (the wide form, traits.h's kSplitHeadDim) half of the queries of S^T
 // and dP^T and half of the head dim of dK, dV and dQ, with P^T and dS^T through shared
-// memory. They leave dQ in shared memory, from where producer warp 1 adds it into the
-// workspace's fp32 accumulator with a TMA reduce-add (in a fixed order in deterministic
-// mode; the postprocess scales and converts it). The loading thread also brings each query
-// tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave through K's and V's
+// memory. They leave dQ in shared memory in fragment order (dq_order.h), from where
+// producer warp 1 adds it into the workspace's fp32 accumulator with a bulk reduce-add (in a
+// fixed order in deterministic mode; the postprocess scales and converts it). The loading
+// thread also brings each query tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave through K's and V's
 // shared-memory tiles by TMA stores (a sequence's last, partial block: from registers; epilogue.h).
 // Launched as the preprocess's programmatic dependent (dependent_launch.h): each CTA's
 // loads of K, V and its first Q and dO tiles start while the preprocess finishes.
@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return static_cast<uint32_t>(base) + (fresh_thread_index() - Traits::kProducerThreads) / cutlass::NumThreadsPerWarpGroup;
   };
   typename PipelineQ::PipelineState read;
-  // dQ through shared memory to producer warp 1's TMA reduce-add (reduce_dq_tiles), once it
+  // dQ through shared memory to producer warp 1's bulk reduce-add (reduce_dq_tiles), once it
   // has read this warpgroup's previous tile.
   auto hand_off_dq = [&](auto const& acc_dq) {
     if (read.count() > 0) cutlass::arch::NamedBarrier::sync(kDqSyncThreads, dq_barrier(BackwardBarrier::kDqEmpty));

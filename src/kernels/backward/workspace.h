@@ -22,7 +22,8 @@ struct BackwardWorkspace {
   // Byte offsets from the workspace's start, 16-byte aligned:
   size_t dpsum = 0;          // fp32 (heads, padded_rows): rowsum(dO * O), 0 past a sequence
   size_t lse_log2 = 0;       // fp32 (heads, padded_rows): LSE * log2(e), +inf past a sequence
-  size_t dq_accum = 0;       // fp32 (heads, padded_rows, head_dim): dQ / softmax_scale, summed
+  size_t dq_accum = 0;       // fp32 (heads, padded_rows, head_dim): dQ / softmax_scale, summed;
+                             // each block_m-row tile in fragment order (dq_order.h)
   size_t dq_semaphore = 0;   // int32 (heads, padded_rows / block_m): deterministic order of the sums
   size_t sink_partials = 0;  // fp32 (heads, padded_rows / block_m): each query tile's share of d_sink
                              // (deterministic mode), summed in a fixed order by the postprocess
