@@ -47,7 +47,8 @@ constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThr
 // accumulator, one warpgroup's part at a time, in the order the consumers compute them
 // (FlashAttention-3's dQ writer; no atomics in the consumers' loop). A part is contiguous
 // at both ends (fragment order, dq_order.h): one bulk reduce-add each, into its place in
-// the tile, or with kDqSplitKeys both into the whole tile (FlashAttention-4's handoff). The last tile's buffer is not handed back: nobody waits for it.
+// the tile, or with kDqSplitKeys both into the whole tile (FlashAttention-4's handoff). The
+// last tile's buffer is not handed back: nobody waits for it.
 // Deterministic mode: the K/V blocks that see a query tile add in descending order, each
 // once the tile's semaphore counts the ones after it, and count themselves once their
 // additions have completed. The CTAs of higher blocks start first (the kernel reverses the

@@ -13,8 +13,9 @@
 // memory. They leave dQ in shared memory in fragment order (dq_order.h), from where
 // producer warp 1 adds it into the workspace's fp32 accumulator with a bulk reduce-add (in a
 // fixed order in deterministic mode; the postprocess scales and converts it). The loading
-// thread also brings each query tile's LSE_log2 and dPsum. dK (times the softmax scale) and dV leave through K's and V's
-// shared-memory tiles by TMA stores (a sequence's last, partial block: from registers; epilogue.h).
+// thread also brings each query tile's LSE_log2 and dPsum. dK (times the softmax scale) and
+// dV leave through K's and V's shared-memory tiles by TMA stores (a sequence's last,
+// partial block: from registers; epilogue.h).
 // Launched as the preprocess's programmatic dependent (dependent_launch.h): each CTA's
 // loads of K, V and its first Q and dO tiles start while the preprocess finishes.
 #pragma once
