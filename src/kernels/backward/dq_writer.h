@@ -15,7 +15,7 @@ using namespace cute;
 
 // Named barriers of the backward kernel (CUTLASS offsets them past its reserved IDs).
 enum class BackwardBarrier : uint32_t {
-  kDsFree = 0,  // every consumer is done with the previous tile's GEMMs that read dS (and P)
+  kDsFree = 0,  // one dS tile: every consumer is done with the previous tile's GEMMs that read dS (and P)
   kDsFull = 1,  // every consumer's part of dS is written
   kDqFull = 2,  // + consumer warpgroup: its part of the dQ tile is in shared memory
   kDqEmpty = 4,  // + consumer warpgroup: the reduce-add has read it (the buffer may be rewritten)

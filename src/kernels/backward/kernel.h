@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sQt = make_tensor(make_smem_ptr(storage.q.data()), typename Traits::SmemLayoutQt{});
   Tensor sDO = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDO{});
   Tensor sDOt = make_tensor(make_smem_ptr(storage.d_o.data()), typename Traits::SmemLayoutDOt{});
-  Tensor sDS = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDS{});
+  Tensor sDS = make_tensor(make_smem_ptr(storage.d_s.data()), typename Traits::SmemLayoutDSStages{});
 
   typename Traits::TiledMmaS mma_s;
   typename Traits::TiledMmaDP mma_dp;
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // The dQ GEMM's A and B: dS and K^T, all keys and this warpgroup's columns of dQ, or
   // (kDqSplitRows) this warpgroup's 64 query rows of dS and all of K^T, or (kDqSplitKeys)
   // this warpgroup's keys and all columns; or (kDqTransposed) K^T, this warpgroup's 64
-  // head-dim rows, and all of dS.
+  // head-dim rows, and all of dS. The dS operand has a last mode of dS stages.
   auto [tDQrA, tDQrB] = [&] {
     if constexpr (Traits::kDqTransposed) {
       return cute::make_tuple(thr_dq.partition_fragment_A(sKt), thr_dq.partition_fragment_B(sDS));
@@ -261,7 +261,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       int warpgroup = consumer_tid / cutlass::NumThreadsPerWarpGroup;
       return cute::make_tuple(
           thr_dq.partition_fragment_A(
-              local_tile(sDS, Shape<typename Traits::BlockM, Keys>{}, make_coord(_0{}, warpgroup))),
+              local_tile(sDS, Shape<typename Traits::BlockM, Keys, Int<Traits::kDsStages>>{},
+                         make_coord(_0{}, warpgroup, _0{}))),
           thr_dq.partition_fragment_B(
               local_tile(sKt, Shape<typename Traits::HeadDim, Keys>{}, make_coord(_0{}, warpgroup))));
     } else {
@@ -299,12 +300,27 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   uint32_t ds_base = cute::cast_smem_ptr_to_uint(storage.d_s.data() + consumer_warpgroup * kDsWarpgroupOffset +
                                                  ds_matrix / 2 * 512 + ds_row * 64 +
                                                  ((2 * warp + ds_matrix % 2) ^ ds_row) * 8);
+  constexpr uint32_t kDsStageBytes = cute::cosize_v<typename Traits::SmemLayoutDS> * sizeof(Element);
   auto store_transposed = [](uint32_t base, auto const& fragment) {
     uint32_t const* pairs = reinterpret_cast<uint32_t const*>(fragment.data());  // the values' order (fragment.h)
     CUTLASS_PRAGMA_UNROLL
     for (int q = 0; q < kDsStores; ++q) {
       uint32_t four[4] = {pairs[4 * q], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]};
       store_matrix_x4_transposed(base + q * 1024 * sizeof(Element), four);
+    }
+  };
+  // A register fragment's values converted to a 16-bit fragment in the same order.
+  auto convert_into = [](auto const& from, auto& to) {
+    Tensor converted = convert_fragment<Element>(from);
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(to); ++i) to(i) = converted(i);
+  };
+  // dQ = dS K (or its transpose) with the dS tile of stage ds_stage.
+  auto gemm_dq = [&mma_dq](auto const& a, auto const& b, int ds_stage, auto& acc) {
+    if constexpr (Traits::kDqTransposed) {
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dq, a, b(_, _, _, ds_stage), acc);
+    } else {
+      warpgroup_gemm</*kZeroInit=*/true>(mma_dq, a(_, _, _, ds_stage), b, acc);
     }
   };
   // The warpgroup's barrier IDs from %tid.x at each use: kept live across the loop they
@@ -392,10 +408,23 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       Tensor acc_dq = partition_fragment_C(mma_dq, typename Traits::DqTile{});
       if constexpr (!Traits::kSplitHeadDim) {
-        // dV += P^T dO and dK += dS^T Q with the accumulators as A operands.
+        // dV += P^T dO and dK += dS^T Q with the accumulators as A operands; dS to shared
+        // memory for dQ = dS K.
         Tensor p_t = make_tensor<Element>(accumulator_as_a_operand(acc_s.layout()));
         Tensor ds_t = make_tensor<Element>(accumulator_as_a_operand(acc_dp.layout()));
-        {
+        int ds_stage = 0;
+        if constexpr (Traits::kDsStages == 2) {
+          // FlashAttention-4's order: the last tile's kDsFull barrier put every consumer past
+          // its dQ GEMM of the tile before, which read this stage; dS is stored before dV is
+          // issued. (Converting dS^T and P^T in one loop here spills 2x more.)
+          convert_into(acc_dp, ds_t);
+          convert_into(acc_s, p_t);
+          ds_stage = read.count() % 2;
+          store_transposed(ds_base + ds_stage * kDsStageBytes, ds_t);
+          cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
+          warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
+        } else {
+          // dV first; the previous tile's dQ GEMMs must have read dS before it is rewritten.
           Tensor p_converted = convert_fragment<Element>(acc_s);
           Tensor ds_converted = convert_fragment<Element>(acc_dp);
           CUTLASS_PRAGMA_UNROLL
@@ -403,15 +432,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
             p_t(i) = p_converted(i);
             ds_t(i) = ds_converted(i);
           }
+          warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
+          cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
+          store_transposed(ds_base, ds_t);
+          cutlass::arch::fence_view_async_shared();
         }
-        warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
-
-        // dS to shared memory (the previous tile's dQ GEMMs must have read it), then dQ = dS K.
-        cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFree));
-        store_transposed(ds_base, ds_t);
-        cutlass::arch::fence_view_async_shared();  // the generic-proxy writes become visible to WGMMA
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
-        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrA, tDQrB, acc_dq);
+        gemm_dq(tDQrA, tDQrB, ds_stage, acc_dq);
         warpgroup_gemm</*kZeroInit=*/false>(mma_dk, ds_t, tDKrQt(_, _, _, stage), acc_dk);
         warpgroup_wait<1>();  // dV and dQ: dK stays on the tensor cores while dQ leaves
         pipeline_do.consumer_release(read);  // dV has read dO: the next one may load under dK
@@ -433,7 +460,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, static_cast<uint32_t>(BackwardBarrier::kDsFull));
         warpgroup_gemm</*kZeroInit=*/false>(mma_dk, tDKrDSt, tDKrQt(_, _, _, stage), acc_dk);
         warpgroup_gemm</*kZeroInit=*/false>(mma_dv, tDVrPt, tDVrDOt(_, _, _, stage), acc_dv);
-        warpgroup_gemm</*kZeroInit=*/true>(mma_dq, tDQrA, tDQrB, acc_dq);
+        gemm_dq(tDQrA, tDQrB, 0, acc_dq);
         warpgroup_wait<2>();  // dK: Q is read
         pipeline_q.consumer_release(read);
         warpgroup_wait<1>();  // dV: dO is read

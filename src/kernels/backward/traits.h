@@ -54,6 +54,13 @@ struct BackwardTraits {
                                          kConsumerWarpgroups * kDqPartFloats * int(sizeof(float));
   static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
   static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
+  // dS tiles: two with d = 64's 128-query tiles (FlashAttention-4's): a tile's dS is
+  // written while the other warpgroup's dQ GEMM may still read the previous one, so one
+  // consumer barrier a tile instead of two, and dS is stored before dV is issued (+1.5-3%,
+  // docs/perf-notes.md, forty-third section). At d = 128 that order spills (80-144 bytes)
+  // and a second tile alone measured 0.99-1.00x; d = 96 (dQ split by keys) and the wide
+  // form keep one.
+  static constexpr int kDsStages = kDqSplitRows ? 2 : 1;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
@@ -134,8 +141,10 @@ struct BackwardTraits {
   using SmemLayoutDO = decltype(tile_to_shape(SmemAtom<kHeadDimV>{}, Shape<BlockM, HeadDimV, Stages>{}));
   using SmemLayoutK = decltype(tile_to_shape(SmemAtom<kHeadDim>{}, Shape<BlockN, HeadDim>{}));
   using SmemLayoutV = decltype(tile_to_shape(SmemAtom<kHeadDimV>{}, Shape<BlockN, HeadDimV>{}));
-  // dS as (queries, keys), keys contiguous: the dQ GEMM's K-major A.
+  // dS as (queries, keys), keys contiguous: the dQ GEMM's K-major A; its stages.
   using SmemLayoutDS = decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<BlockM, BlockN>{}));
+  using SmemLayoutDSStages =
+      decltype(tile_to_shape(SmemAtomOfRow<Element, kBlockN>{}, Shape<BlockM, BlockN, Int<kDsStages>>{}));
   // Transposed views of the same bytes: Q^T and dO^T (head dim, queries, stage) as the dK
   // and dV GEMMs' B, K^T (head dim, keys) as the dQ GEMM's B (kDqTransposed: its A) (the
   // consumers write dS^T into dS at addresses spelled out in kernel.h).
@@ -157,7 +166,7 @@ struct BackwardTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutV>, 1024> v;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>, 1024> d_o;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>, 1024> d_s;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutDSStages>, 1024> d_s;
     // Each consumer warpgroup's part of a dQ tile in fp32, in fragment order (dq_order.h).
     cute::array_aligned<float, kConsumerWarpgroups * kDqPartFloats, 128> d_q;
     // Each query tile's LSE_log2 and dPsum, copied with its Q and dO tiles (onto their barriers).
