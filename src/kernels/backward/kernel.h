@@ -28,6 +28,7 @@
 #include <cutlass/fast_math.h>
 
 #include "kernels/attention/dependent_launch.h"
+#include "kernels/attention/exp2_fma.h"
 #include "kernels/attention/fragment.h"
 #include "kernels/attention/special_registers.h"
 #include "kernels/attention/tile_work.h"
@@ -309,6 +310,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       store_matrix_x4_transposed(base + q * 1024 * sizeof(Element), four);
     }
   };
+  // d = 64 computes every fourth exponential on the FMA pipe (exp2_fma.h): its 128-query
+  // tiles' exponentials are bound by the MUFU pipe's rate (+3%, docs/perf-notes.md,
+  // forty-third section).
+  constexpr bool kExp2OnFma = !Traits::kSplitHeadDim && Traits::kBlockM == 128;
   // A register fragment's values converted to a 16-bit fragment in the same order.
   auto convert_into = [](auto const& from, auto& to) {
     Tensor converted = convert_fragment<Element>(from);
@@ -380,7 +385,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         warpgroup_fence_operand(acc_s);
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_s); ++i) {
-          acc_s(i) = exp2f(acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))]);
+          float x = acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))];
+          acc_s(i) = kExp2OnFma && i % 4 == 3 ? exp2_on_fma_pipe(x) : exp2f(x);
         }
         apply_block_mask<Traits, /*kLinear=*/true>(mask, m_block, n_block, tScS, acc_s);
         warpgroup_wait<0>();  // dP^T

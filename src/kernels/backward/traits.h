@@ -46,14 +46,6 @@ struct BackwardTraits {
   using DqTile = std::conditional_t<kDqTransposed, Shape<Int<kHeadDim>, Int<kBlockM>>,
                                     Shape<Int<kBlockM>, Int<kHeadDim>>>;  // the dQ GEMM's (M, N)
   static constexpr int kDqPartFloats = kDqOrder.part_floats();  // a warpgroup's part
-  // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
-  // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
-  // releases as soon as their GEMMs are done.
-  static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
-                                         (kSplitHeadDim ? 2 : 1) * kBlockM * kBlockN * int(sizeof(Element)) +
-                                         kConsumerWarpgroups * kDqPartFloats * int(sizeof(float));
-  static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
-  static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
   // dS tiles: two with d = 64's 128-query tiles (FlashAttention-4's): a tile's dS is
   // written while the other warpgroup's dQ GEMM may still read the previous one, so one
   // consumer barrier a tile instead of two, and dS is stored before dV is issued (+1.5-3%,
@@ -61,6 +53,14 @@ struct BackwardTraits {
   // and a second tile alone measured 0.99-1.00x; d = 96 (dQ split by keys) and the wide
   // form keep one.
   static constexpr int kDsStages = kDqSplitRows ? 2 : 1;
+  // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
+  // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
+  // releases as soon as their GEMMs are done.
+  static constexpr int kFixedSmemBytes = kBlockN * (kHeadDim + kHeadDimV) * int(sizeof(Element)) +
+                                         (kSplitHeadDim ? 2 : kDsStages) * kBlockM * kBlockN * int(sizeof(Element)) +
+                                         kConsumerWarpgroups * kDqPartFloats * int(sizeof(float));
+  static constexpr int kStageSmemBytes = kBlockM * (kHeadDim + kHeadDimV) * int(sizeof(Element)) + 2 * kBlockM * 4;
+  static constexpr int kStages = kFixedSmemBytes + 2 * kStageSmemBytes + 4096 <= 227 * 1024 ? 2 : 1;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kProducerThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kConsumerThreads + kProducerThreads;
