@@ -431,6 +431,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           warpgroup_gemm</*kZeroInit=*/false>(mma_dv, p_t, tDVrDOt(_, _, _, stage), acc_dv);
         } else {
           // dV first; the previous tile's dQ GEMMs must have read dS before it is rewritten.
+          // One loop for both conversions: convert_into's two loops spill at d = 128.
           Tensor p_converted = convert_fragment<Element>(acc_s);
           Tensor ds_converted = convert_fragment<Element>(acc_dp);
           CUTLASS_PRAGMA_UNROLL
