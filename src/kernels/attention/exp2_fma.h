@@ -1,7 +1,9 @@
 // 2^x on the FMA pipe, for kernels whose exponentials are bound by the MUFU pipe's rate
 // (16 a clock per SM: 8 cycles a warp instruction) rather than by their issue slots:
 // moving a share of them onto the FMA and integer pipes shortens that phase
-// (FlashAttention-4's emulated exponential; the backward at d = 64, kernel.h).
+// (FlashAttention-4's emulated exponential; the backward at d = 64 and 128,
+// BackwardTraits::kExp2OnFmaEvery). The forward's softmax is not: there the same share cost
+// 5-18% (docs/perf-notes.md, forty-fifth section).
 #pragma once
 
 #include <cute/config.hpp>

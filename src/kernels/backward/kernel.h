@@ -310,10 +310,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       store_matrix_x4_transposed(base + q * 1024 * sizeof(Element), four);
     }
   };
-  // d = 64 computes every fourth exponential on the FMA pipe (exp2_fma.h): its 128-query
-  // tiles' exponentials are bound by the MUFU pipe's rate (+3%, docs/perf-notes.md,
-  // forty-third section).
-  constexpr bool kExp2OnFma = !Traits::kSplitHeadDim && Traits::kBlockM == 128;
+  constexpr int kExpEvery = Traits::kExp2OnFmaEvery;
   // A register fragment's values converted to a 16-bit fragment in the same order.
   auto convert_into = [](auto const& from, auto& to) {
     Tensor converted = convert_fragment<Element>(from);
@@ -386,7 +383,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(acc_s); ++i) {
           float x = acc_s(i) * params.scale_log2 - tile_lse[get<1>(tScS(i))];
-          acc_s(i) = kExp2OnFma && i % 4 == 3 ? exp2_on_fma_pipe(x) : exp2f(x);
+          acc_s(i) = kExpEvery > 0 && i % kExpEvery == kExpEvery - 1 ? exp2_on_fma_pipe(x) : exp2f(x);
         }
         apply_block_mask<Traits, /*kLinear=*/true>(mask, m_block, n_block, tScS, acc_s);
         warpgroup_wait<0>();  // dP^T

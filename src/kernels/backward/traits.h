@@ -53,6 +53,11 @@ struct BackwardTraits {
   // and a second tile alone measured 0.99-1.00x; d = 96 (dQ split by keys) and the wide
   // form keep one.
   static constexpr int kDsStages = kDqSplitRows ? 2 : 1;
+  // Every k-th exponential of P on the FMA pipe (exp2_fma.h; 0: all on the MUFU), where a
+  // tile's exponentials are bound by the MUFU pipe's rate: every 4th at d = 64 (128-query
+  // tiles, +3%, docs/perf-notes.md forty-third section) and at d = 128 (80-query tiles,
+  // +2-3%, forty-fifth); every 3rd or 2nd measured no better (d = 64 one in 2: -5-8%).
+  static constexpr int kExp2OnFmaEvery = kHeadDim == 64 || kHeadDim == 128 ? 4 : 0;
   // Q and dO tiles in flight: two where they fit beside K, V, dS (and P) and the fp32 dQ
   // tile, else one of each (d = 256: 208 KB; FlashAttention-4's choice), which the wide form
   // releases as soon as their GEMMs are done.
