@@ -71,34 +71,12 @@ struct ForwardEpilogue {
         store_through_shared_memory<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
-    }
-    int seqlen_q = work.mask.rows();
-    int row_base = tile.m_block * Traits::kBlockM;
-    // The thread's coordinates from %tid here: derived from consumer_tid, ptxas hoisted them
-    // above the main loop, where d=256's consumers had no register for them (8 bytes spilled).
-    Tensor tOcO = output_coordinates(fresh_thread_index() - Traits::kProducerThreads);
-    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
-    Tensor out_rc = make_tensor(out.data(), rowcol_layout(out.layout()));
-    // Thread 0's columns are compile-time constants; this thread's are those plus its first.
-    Tensor t0OcO = output_coordinates(0);
-    Tensor t0OcO_rc = make_tensor(t0OcO.data(), rowcol_layout(t0OcO.layout()));
-    int first_col = get<1>(tOcO_rc(0, 0));
-    // One address and one test per row, then one 4-byte store per column pair at a constant
-    // offset: with the address and the row test per pair, d=192's epilogue took ~1,800
-    // instructions a warp and tile (a quarter of the kernel's at 1k keys; docs/perf-notes.md).
-    // (The whole address per row: with the head's part shared by the rows, d=192 / 128's
-    // producer spilled 8 bytes.)
-    CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < size<0>(out_rc); ++r) {
-      int row = row_base + get<0>(tOcO_rc(r, 0));
-      if (row >= seqlen_q) continue;
-      Element* o_row = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
-                       tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride +
-                       (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + first_col;
-      CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(out_rc); c += 2) {
-        *reinterpret_cast<uint32_t*>(o_row + get<1>(t0OcO_rc(r, c))) = *reinterpret_cast<uint32_t const*>(&out_rc(r, c));
-      }
+      // The rare problems a TMA store cannot take: one address a column pair keeps the
+      // registers of these kernels' consumers free (with store_rows_from_registers d=128's
+      // long tiles spilled 8 bytes).
+      store_pairs_from_registers<kGeneralLoop>(params, tile, work, consumer_tid, out);
+    } else {
+      store_rows_from_registers<kGeneralLoop>(params, tile, work, out);
     }
     // The Q buffer holds no O here: free it for the next tile's Q at once.
     if constexpr (Traits::kOInQBuffer) ForwardQBuffers<Traits>::release_q(storage, round);
@@ -152,6 +130,61 @@ struct ForwardEpilogue {
   }
 
  private:
+  // O from registers, for the kernels without an O buffer (d=192, d=256's default): one
+  // address and one test per row, then one 4-byte store per column pair at a constant
+  // offset. With the address and the row test per pair, d=192's epilogue took ~1,800
+  // instructions a warp and tile, a quarter of the kernel's at 1k keys (docs/perf-notes.md).
+  template <bool kGeneralLoop, class FragmentO>
+  CUTE_DEVICE static void store_rows_from_registers(Params const& params, TileCoord tile, TileWork const& work,
+                                                    FragmentO const& out) {
+    int seqlen_q = work.mask.rows();
+    int row_base = tile.m_block * Traits::kBlockM;
+    // The thread's coordinates from %tid here: derived from consumer_tid, ptxas hoisted them
+    // above the main loop, where d=256's consumers had no register for them (8 bytes spilled).
+    Tensor tOcO = output_coordinates(fresh_thread_index() - Traits::kProducerThreads);
+    Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
+    Tensor out_rc = make_tensor(out.data(), rowcol_layout(out.layout()));
+    // Thread 0's columns are compile-time constants; this thread's are those plus its first.
+    Tensor t0OcO = output_coordinates(0);
+    Tensor t0OcO_rc = make_tensor(t0OcO.data(), rowcol_layout(t0OcO.layout()));
+    int first_col = get<1>(tOcO_rc(0, 0));
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < size<0>(out_rc); ++r) {
+      int row = row_base + get<0>(tOcO_rc(r, 0));
+      if (row >= seqlen_q) continue;
+      // The whole address per row: with the head's part shared by the rows, d=192 / 128's
+      // producer spilled 8 bytes.
+      Element* o_row = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
+                       tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride +
+                       (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + first_col;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < size<1>(out_rc); c += 2) {
+        *reinterpret_cast<uint32_t*>(o_row + get<1>(t0OcO_rc(r, c))) = *reinterpret_cast<uint32_t const*>(&out_rc(r, c));
+      }
+    }
+  }
+
+  // O from registers, one address and one test per column pair (4 bytes), rows up to the
+  // sequence's end.
+  template <bool kGeneralLoop, class FragmentO>
+  CUTE_DEVICE static void store_pairs_from_registers(Params const& params, TileCoord tile, TileWork const& work,
+                                                     int consumer_tid, FragmentO const& out) {
+    int seqlen_q = work.mask.rows();
+    int row_base = tile.m_block * Traits::kBlockM;
+    Tensor tOcO = output_coordinates(consumer_tid);
+    Element* o_head = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
+                      tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(out); i += 2) {
+      int row = row_base + get<0>(tOcO(i));
+      int col = get<1>(tOcO(i));
+      if (row < seqlen_q) {
+        Element* dst = o_head + (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + col;
+        *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<uint32_t const*>(&out(i));
+      }
+    }
+  }
+
   // (row, column) in the tile of every O element this thread holds.
   CUTE_DEVICE static auto output_coordinates(int consumer_tid) {
     typename Traits::TiledMmaPV mma_pv;
