@@ -71,12 +71,11 @@ struct ForwardEpilogue {
         store_through_shared_memory<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
-      // The rare problems a TMA store cannot take: one address a column pair keeps the
-      // registers of these kernels' consumers free (with store_rows_from_registers d=128's
-      // long tiles spilled 8 bytes).
-      store_pairs_from_registers<kGeneralLoop>(params, tile, work, consumer_tid, out);
-    } else {
+    }
+    if constexpr (Traits::kRowStoresO) {
       store_rows_from_registers<kGeneralLoop>(params, tile, work, out);
+    } else {
+      store_pairs_from_registers<kGeneralLoop>(params, tile, work, consumer_tid, out);
     }
     // The Q buffer holds no O here: free it for the next tile's Q at once.
     if constexpr (Traits::kOInQBuffer) ForwardQBuffers<Traits>::release_q(storage, round);
@@ -130,10 +129,14 @@ struct ForwardEpilogue {
   }
 
  private:
-  // O from registers, for the kernels without an O buffer (d=192, d=256's default): one
-  // address and one test per row, then one 4-byte store per column pair at a constant
-  // offset. With the address and the row test per pair, d=192's epilogue took ~1,800
-  // instructions a warp and tile, a quarter of the kernel's at 1k keys (docs/perf-notes.md).
+  // O from registers in the kernels without an O buffer (Traits::kRowStoresO), row by row
+  // in 16-byte stores. The four threads of a quad share their rows, each holding a
+  // column pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
+  // quad (two rounds of shuffles) gives each thread 8 contiguous columns of every 32. With
+  // one 4-byte store a pair, d=192's 48 stores a thread filled the LSU's queue (and with
+  // the address and row test per pair took ~1,800 instructions a warp and tile); in 16
+  // bytes d=192 gained 4-20% at 512-4k keys (docs/perf-notes.md). Rows past the sequence
+  // skip the stores only: the whole warp shuffles.
   template <bool kGeneralLoop, class FragmentO>
   CUTE_DEVICE static void store_rows_from_registers(Params const& params, TileCoord tile, TileWork const& work,
                                                     FragmentO const& out) {
@@ -144,28 +147,45 @@ struct ForwardEpilogue {
     Tensor tOcO = output_coordinates(fresh_thread_index() - Traits::kProducerThreads);
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
     Tensor out_rc = make_tensor(out.data(), rowcol_layout(out.layout()));
-    // Thread 0's columns are compile-time constants; this thread's are those plus its first.
-    Tensor t0OcO = output_coordinates(0);
-    Tensor t0OcO_rc = make_tensor(t0OcO.data(), rowcol_layout(t0OcO.layout()));
-    int first_col = get<1>(tOcO_rc(0, 0));
+    constexpr int kChunks = decltype(size<1>(out_rc))::value / 2;  // of 8 columns a row
+    static_assert(kChunks % 4 == 0, "rows of whole 32-column groups");
+    int quad_lane = get<1>(tOcO_rc(0, 0)) / 2;  // the thread's first column is 2 (lane % 4)
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < size<0>(out_rc); ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
-      if (row >= seqlen_q) continue;
       // The whole address per row: with the head's part shared by the rows, d=192 / 128's
       // producer spilled 8 bytes.
       Element* o_row = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
                        tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride +
-                       (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + first_col;
+                       (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + 8 * quad_lane;
       CUTLASS_PRAGMA_UNROLL
-      for (int c = 0; c < size<1>(out_rc); c += 2) {
-        *reinterpret_cast<uint32_t*>(o_row + get<1>(t0OcO_rc(r, c))) = *reinterpret_cast<uint32_t const*>(&out_rc(r, c));
+      for (int group = 0; group < kChunks / 4; ++group) {
+        uint32_t words[4];  // row r's columns 8 (4 group + k) + 2 quad_lane and the next
+        CUTLASS_PRAGMA_UNROLL
+        for (int k = 0; k < 4; ++k) words[k] = *reinterpret_cast<uint32_t const*>(&out_rc(r, 2 * (4 * group + k)));
+        // Round `bit`: lanes q and q ^ bit swap the words whose index differs from q in
+        // that bit. After both rounds lane q holds lane p's word q at index p.
+        CUTLASS_PRAGMA_UNROLL
+        for (int bit = 1; bit <= 2; bit *= 2) {
+          bool upper = quad_lane & bit;
+          CUTLASS_PRAGMA_UNROLL
+          for (int k = 0; k < 4; ++k) {
+            if (k & bit) continue;
+            uint32_t received = __shfl_xor_sync(0xffffffff, upper ? words[k] : words[k + bit], bit);
+            (upper ? words[k] : words[k + bit]) = received;
+          }
+        }
+        if (row < seqlen_q) {
+          *reinterpret_cast<uint4*>(o_row + 32 * group) = make_uint4(words[0], words[1], words[2], words[3]);
+        }
       }
     }
   }
 
   // O from registers, one address and one test per column pair (4 bytes), rows up to the
-  // sequence's end.
+  // sequence's end: the rare problems that a kernel with an O buffer cannot store by TMA,
+  // whose consumers have no registers for the row-wise stores (d=128's long tiles spilled
+  // 8 bytes with them), and d=192 / 128 (its producer spilled 8 bytes).
   template <bool kGeneralLoop, class FragmentO>
   CUTE_DEVICE static void store_pairs_from_registers(Params const& params, TileCoord tile, TileWork const& work,
                                                      int consumer_tid, FragmentO const& out) {

@@ -217,6 +217,11 @@ struct ForwardTraits {
   // for it (d=256's spill).
   static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim && !kFp8;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
+  // Otherwise O leaves from registers in 16-byte rows after a transpose within each quad of
+  // threads (epilogue.h), except at d = 192 / 128, whose producer thread then spilled 8
+  // bytes: there one 4-byte store a column pair, as the kernels above store the problems
+  // TMA cannot take.
+  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDimV == kHeadDim;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
