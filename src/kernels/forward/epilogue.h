@@ -153,8 +153,6 @@ struct ForwardEpilogue {
     CUTLASS_PRAGMA_UNROLL
     for (int r = 0; r < size<0>(out_rc); ++r) {
       int row = row_base + get<0>(tOcO_rc(r, 0));
-      // The whole address per row: with the head's part shared by the rows, d=192 / 128's
-      // producer spilled 8 bytes.
       Element* o_row = params.o + params.seq_q.batch_coord(tile.batch) * params.o_batch_stride +
                        tile.head * params.o_head_stride + work.offset_q * params.o_seqlen_stride +
                        (kGeneralLoop ? o_offset(params, row) : row * params.o_seqlen_stride) + 8 * quad_lane;
