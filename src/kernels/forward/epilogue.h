@@ -129,8 +129,8 @@ struct ForwardEpilogue {
   }
 
  private:
-  // O from registers in the kernels without an O buffer (Traits::kRowStoresO), row by row
-  // in 16-byte stores. The four threads of a quad share their rows, each holding a
+  // O from registers in d = 192's kernel (Traits::kRowStoresO), row by row in 16-byte
+  // stores. The four threads of a quad share their rows, each holding a
   // column pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
   // quad (two rounds of shuffles) gives each thread 8 contiguous columns of every 32. With
   // one 4-byte store a pair, d=192's 48 stores a thread filled the LSU's queue (and with
@@ -143,7 +143,7 @@ struct ForwardEpilogue {
     int seqlen_q = work.mask.rows();
     int row_base = tile.m_block * Traits::kBlockM;
     // The thread's coordinates from %tid here: derived from consumer_tid, ptxas hoisted them
-    // above the main loop, where d=256's consumers had no register for them (8 bytes spilled).
+    // above the main loop (d=256's consumers, storing rows, spilled 8 bytes so).
     Tensor tOcO = output_coordinates(fresh_thread_index() - Traits::kProducerThreads);
     Tensor tOcO_rc = make_tensor(tOcO.data(), rowcol_layout(tOcO.layout()));
     Tensor out_rc = make_tensor(out.data(), rowcol_layout(out.layout()));
@@ -183,7 +183,8 @@ struct ForwardEpilogue {
   // O from registers, one address and one test per column pair (4 bytes), rows up to the
   // sequence's end: the rare problems that a kernel with an O buffer cannot store by TMA,
   // whose consumers have no registers for the row-wise stores (d=128's long tiles spilled
-  // 8 bytes with them), and d=192 / 128 (its producer spilled 8 bytes).
+  // 8 bytes with them), d=192 / 128 (its producer spilled 8 bytes) and d=256's default
+  // kernel (traits.h).
   template <bool kGeneralLoop, class FragmentO>
   CUTE_DEVICE static void store_pairs_from_registers(Params const& params, TileCoord tile, TileWork const& work,
                                                      int consumer_tid, FragmentO const& out) {

@@ -217,11 +217,12 @@ struct ForwardTraits {
   // for it (d=256's spill).
   static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim && !kFp8;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
-  // Otherwise O leaves from registers in 16-byte rows after a transpose within each quad of
-  // threads (epilogue.h), except at d = 192 / 128, whose producer thread then spilled 8
-  // bytes: there one 4-byte store a column pair, as the kernels above store the problems
-  // TMA cannot take.
-  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDimV == kHeadDim;
+  // Otherwise O leaves from registers: d = 192's in 16-byte rows after a transpose within
+  // each quad of threads (epilogue.h; +4-20% at 512-4k keys), the others with one 4-byte
+  // store a column pair, as the kernels above store the problems TMA cannot take: d = 192 /
+  // 128's producer thread spilled 8 bytes with the rows, and d = 256's default kernel, which
+  // runs from 1k keys (8k causal), measured the rows level (docs/perf-notes.md).
+  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDim == 192 && kHeadDimV == 192;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
