@@ -12,8 +12,9 @@ Workloads (hidden 2048: heads = 2048 / head_dim, BF16):
   window   seqlen 16k, windows (4096, 0), (1024, 0), (128, 0), d 128: TFLOP/s count the
            visible scores only.
   options  softcap 30 and learnable sinks against the plain kernel at d 128, seqlen 8k.
-  headdims d 96, 192 and 192 with d_v 128 (DeepSeek-V3) at seqlen 8k and 16k, causal
-           and not (heads = 2048 // head_dim).
+  headdims d 96, 192 and 192 with d_v 128 (DeepSeek-V3) at seqlen 8k and 16k (or
+           --headdim-seqlens), causal and not (heads = 2048 // head_dim); --headdims picks
+           some of 96, 192, 192/128.
 FLOPs = 2 * visible scores * (head_dim + head_dim_v). Timing: CUDA events, median of --iters launches
 after --warmup, the implementations interleaved per configuration, --repeats times.
 
@@ -116,7 +117,7 @@ def run(args):
     if "options" in sections:
         options_section(heads, head_dim, bench=bench, found=found)
     if "headdims" in sections:
-        head_dims_section(bench=bench, found=found)
+        head_dims_section(bench=bench, found=found, pairs=args.headdims, seqlens=args.headdim_seqlens)
 
     if args.csv:
         with open(args.csv, "w", newline="") as out:
@@ -171,14 +172,14 @@ def options_section(heads, head_dim, bench, found):
         bench(f"options 8k d128 {'causal' if causal else 'full'}", flops, impls)
 
 
-def head_dims_section(bench, found):
+def head_dims_section(bench, found, pairs, seqlens):
     """The head dims of Phi (96) and DeepSeek-V3's prefill (192, with d_v 128)."""
     import warpflash
 
     dtype = torch.bfloat16
-    for head_dim, head_dim_v in ((96, 96), (192, 192), (192, 128)):
+    for head_dim, head_dim_v in pairs:
         heads = HIDDEN // head_dim
-        for seqlen in (8192, 16384):
+        for seqlen in seqlens:
             batch = TOKENS // seqlen
             q, k = (torch.randn(batch, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(2))
             v = torch.randn(batch, seqlen, heads, head_dim_v, device="cuda", dtype=dtype)
@@ -194,6 +195,15 @@ def head_dims_section(bench, found):
                       f"heads {heads})", flops, impls)
 
 
+def head_dim_pairs(text):
+    """'96,192/128' -> [(96, 96), (192, 128)]."""
+    pairs = []
+    for item in text.split(","):
+        d, _, d_v = item.partition("/")
+        pairs.append((int(d), int(d_v or d)))
+    return pairs
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--iters", type=int, default=50)
@@ -203,6 +213,10 @@ def main(argv=None):
     p.add_argument("--csv")
     p.add_argument("--sections", default="varlen,window,options,headdims",
                    help="comma-separated: varlen, window, options, headdims")
+    p.add_argument("--headdims", type=head_dim_pairs, default=[(96, 96), (192, 192), (192, 128)],
+                   help="the headdims section's head dims, comma-separated, d or d/d_v; default 96,192,192/128")
+    p.add_argument("--headdim-seqlens", type=lambda s: [int(x) for x in s.split(",")], default=[8192, 16384],
+                   help="the headdims section's sequence lengths (batch = 16k tokens / seqlen); default 8192,16384")
     run(p.parse_args(argv))
 
 
