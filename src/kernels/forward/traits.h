@@ -67,9 +67,12 @@ struct ForwardTraits {
   // over the tiles also derives split-KV's piece (kernel.h), which spilled 8 bytes in 24.
   // FP8's (d=64) takes 40 for the transposing warps (32 spilled 24 bytes in their block
   // loop), its consumers 152 for S, O and P of 64 x 128: 40 + 3 x 152 = 496.
+  // d=192 / 128 takes 40 too: with O's 16-byte row stores (epilogue.h) its producer thread
+  // spilled 8 bytes in 24, and its consumers' O of 64 columns fits in 232.
   static constexpr bool kRoomyProducer = kVariant == ForwardVariant::kShort;
+  static constexpr bool kRoomyProducerRegisters = kRoomyProducer || (kHeadDim == 192 && kHeadDimV == 128);
   static constexpr int kProducerRegisters =
-      kFp8 ? (kConsumerWarpgroups == 3 ? 40 : 56) : kRoomyProducer ? 40 : kConsumerWarpgroups == 3 ? 32 : 24;
+      kFp8 ? (kConsumerWarpgroups == 3 ? 40 : 56) : kRoomyProducerRegisters ? 40 : kConsumerWarpgroups == 3 ? 32 : 24;
   // d_v = 256's consumers hold a 128-register O accumulator (d_v = 192: 96) and have none
   // to spare: they compute the tile's coordinates again for the epilogue instead of
   // holding them through the main loop. Elsewhere that costs 3-4% on short tiles (d=64
@@ -84,7 +87,7 @@ struct ForwardTraits {
   // FP8 d=64 and d=256, which lost 2.5-6% at 16k with them (H100, docs/perf-notes.md).
   static constexpr bool kHoldRowKeyEnds = kFp8 ? kHeadDim == 128 : !(kHeadDim == 128 && kBlockN > 128);
   static constexpr int kConsumerRegisters =
-      kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducer ? 232 : 240) : (kFp8 ? 152 : 160);
+      kConsumerWarpgroups == 2 ? (kFp8 ? 224 : kRoomyProducerRegisters ? 232 : 240) : (kFp8 ? 152 : 160);
   static_assert(kProducerRegisters + (kConsumerWarpgroups == 2 ? 2 : 3) * kConsumerRegisters <=
                     (kConsumerWarpgroups == 2 ? 504 : 512),
                 "setmaxnreg budgets exceed the CTA's launch allocation");
@@ -217,12 +220,12 @@ struct ForwardTraits {
   // for it (d=256's spill).
   static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim && !kFp8;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
-  // Otherwise O leaves from registers: d = 192's in 16-byte rows after a transpose within
-  // each quad of threads (epilogue.h; +4-20% at 512-4k keys), the others with one 4-byte
-  // store a column pair, as the kernels above store the problems TMA cannot take: d = 192 /
-  // 128's producer thread spilled 8 bytes with the rows, and d = 256's default kernel, which
-  // runs from 1k keys (8k causal), measured the rows level (docs/perf-notes.md).
-  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDim == 192 && kHeadDimV == 192;
+  // Otherwise O leaves from registers: d = 192's (d_v 192 and 128) in 16-byte rows after a
+  // transpose within each quad of threads (epilogue.h; +4-20% at 512-4k keys), the others
+  // with one 4-byte store a column pair, as the kernels above store the problems TMA cannot
+  // take: d = 256's default kernel, which runs from 1k keys (8k causal), measured the rows
+  // level (docs/perf-notes.md).
+  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDim == 192;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
