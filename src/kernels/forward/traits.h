@@ -225,7 +225,7 @@ struct ForwardTraits {
   // with one 4-byte store a column pair, as the kernels above store the problems TMA cannot
   // take: d = 256's default kernel, which runs from 1k keys (8k causal), measured the rows
   // level (docs/perf-notes.md).
-  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDim == 192;
+  static constexpr bool kRowStoresO = !kTmaStoreO;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
