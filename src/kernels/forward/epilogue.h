@@ -129,9 +129,9 @@ struct ForwardEpilogue {
   }
 
  private:
-  // O from registers in d = 192's kernels (Traits::kRowStoresO), row by row in 16-byte
-  // stores. The four threads of a quad share their rows, each holding a
-  // column pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
+  // O from registers in the kernels without an O buffer (Traits::kRowStoresO), row by row
+  // in 16-byte stores. The four threads of a quad share their rows, each holding a column
+  // pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
   // quad (two rounds of shuffles) gives each thread 8 contiguous columns of every 32. With
   // one 4-byte store a pair, d=192's 48 stores a thread filled the LSU's queue (and with
   // the address and row test per pair took ~1,800 instructions a warp and tile); in 16
@@ -183,7 +183,7 @@ struct ForwardEpilogue {
   // O from registers, one address and one test per column pair (4 bytes), rows up to the
   // sequence's end: the rare problems that a kernel with an O buffer cannot store by TMA,
   // whose consumers have no registers for the row-wise stores (d=128's long tiles spilled
-  // 8 bytes with them), and d=256's default kernel (traits.h).
+  // 8 bytes with them).
   template <bool kGeneralLoop, class FragmentO>
   CUTE_DEVICE static void store_pairs_from_registers(Params const& params, TileCoord tile, TileWork const& work,
                                                      int consumer_tid, FragmentO const& out) {

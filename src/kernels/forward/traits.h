@@ -220,12 +220,11 @@ struct ForwardTraits {
   // for it (d=256's spill).
   static constexpr bool kOInQBuffer = !kOwnBufferO && kStagesQ == 1 && kBlockN <= 64 && kHeadDimV == kHeadDim && !kFp8;
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
-  // Otherwise O leaves from registers: d = 192's (d_v 192 and 128) in 16-byte rows after a
-  // transpose within each quad of threads (epilogue.h; +4-20% at 512-4k keys), the others
-  // with one 4-byte store a column pair, as the kernels above store the problems TMA cannot
-  // take: d = 256's default kernel, which runs from 1k keys (8k causal), measured the rows
-  // level (docs/perf-notes.md).
-  static constexpr bool kRowStoresO = !kTmaStoreO && kHeadDim == 192;
+  // Otherwise (d = 192 with either d_v, d = 256's default kernel) O leaves from registers
+  // in 16-byte rows after a transpose within each quad of threads (epilogue.h; d = 192
+  // +4-24% at 512-4k keys). The kernels above store the problems TMA cannot take from
+  // registers too, one 4-byte store a column pair (d = 128's long tiles spilled with rows).
+  static constexpr bool kRowStoresO = !kTmaStoreO;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
