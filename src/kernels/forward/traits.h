@@ -222,8 +222,9 @@ struct ForwardTraits {
   static constexpr bool kTmaStoreO = kOwnBufferO || kOInQBuffer;
   // Otherwise (d = 192 with either d_v, d = 256's default kernel) O leaves from registers
   // in 16-byte rows after a transpose within each quad of threads (epilogue.h; d = 192
-  // +4-24% at 512-4k keys). The kernels above store the problems TMA cannot take from
-  // registers too, one 4-byte store a column pair (d = 128's long tiles spilled with rows).
+  // +4-24% at 512-4k keys, d = 256 +6-10% at 2k-4k). The kernels above store the problems
+  // TMA cannot take from registers too, one 4-byte store a column pair (d = 128's long
+  // tiles spilled with rows).
   static constexpr bool kRowStoresO = !kTmaStoreO;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
