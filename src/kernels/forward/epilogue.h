@@ -71,11 +71,9 @@ struct ForwardEpilogue {
         store_through_shared_memory<kGeneralLoop>(params, storage, tile, work, round, consumer_tid, out);
         return;
       }
-    }
-    if constexpr (Traits::kRowStoresO) {
-      store_rows_from_registers<kGeneralLoop>(params, tile, work, out);
-    } else {
       store_pairs_from_registers<kGeneralLoop>(params, tile, work, consumer_tid, out);
+    } else {
+      store_rows_from_registers<kGeneralLoop>(params, tile, work, out);
     }
     // The Q buffer holds no O here: free it for the next tile's Q at once.
     if constexpr (Traits::kOInQBuffer) ForwardQBuffers<Traits>::release_q(storage, round);
@@ -129,9 +127,9 @@ struct ForwardEpilogue {
   }
 
  private:
-  // O from registers in the kernels without an O buffer (Traits::kRowStoresO), row by row
-  // in 16-byte stores. The four threads of a quad share their rows, each holding a column
-  // pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
+  // O from registers in the kernels without a TMA store of O (d = 192, d = 256's default),
+  // row by row in 16-byte stores. The four threads of a quad share their rows, each holding
+  // a column pair of every 8 columns: a 4 x 4 transpose of those 4-byte pairs within the
   // quad (two rounds of shuffles) gives each thread 8 contiguous columns of every 32. With
   // one 4-byte store a pair, d=192's 48 stores a thread filled the LSU's queue (and with
   // the address and row test per pair took ~1,800 instructions a warp and tile); in 16

@@ -225,7 +225,6 @@ struct ForwardTraits {
   // +4-24% at 512-4k keys, d = 256 +6-10% at 2k-4k). The kernels above store the problems
   // TMA cannot take from registers too, one 4-byte store a column pair (d = 128's long
   // tiles spilled with rows).
-  static constexpr bool kRowStoresO = !kTmaStoreO;
   static_assert(!(kSplitTail && kOInQBuffer), "a split piece's O leaves from registers and does not release Q");
   using SmemLayoutOWarpgroup = std::conditional_t<
       kOInQBuffer, decltype(composition(SmemLayoutQ{}, Layout<Shape<_64, HeadDim>, Stride<_1, BlockM>>{})),
