@@ -117,14 +117,14 @@ TEST(TileScheduler, CausalSectionsCoverEveryTileOnceLongestFirst) {
        {std::tuple{16, 10, 8, 21}, std::tuple{64, 10, 2, 4}, std::tuple{5, 3, 1, 7}, std::tuple{32, 32, 4, 16}}) {
     ForwardTileScheduler scheduler{m_blocks, heads, batch, true};
     scheduler.plan(132, 128);
-    scheduler.plan_sections(per_section);
-    const int sections = (heads * batch + per_section - 1) / per_section;
+    scheduler.plan_sections(per_section, 132);
+    const int sections = scheduler.full_sections + 1;
     std::set<std::tuple<int, int, int>> seen;
     int previous_m_block = m_blocks, previous_section = 0;
     for (unsigned index = 0; index < scheduler.num_tiles(); ++index) {
       TileCoord tile = scheduler.tile(index);
       int head_batch = tile.batch * heads + tile.head;
-      int section = head_batch / per_section;
+      int section = std::min(head_batch / per_section, scheduler.full_sections);
       ASSERT_TRUE(seen.insert({tile.m_block, tile.head, tile.batch}).second) << "index " << index;
       ASSERT_GE(section, previous_section) << "index " << index;
       if (section == previous_section) EXPECT_LE(tile.m_block, previous_m_block) << "index " << index;
@@ -135,6 +135,32 @@ TEST(TileScheduler, CausalSectionsCoverEveryTileOnceLongestFirst) {
     EXPECT_EQ(seen.size(), scheduler.num_tiles());
     EXPECT_EQ(previous_section, sections - 1);
     EXPECT_EQ(previous_m_block, 0);
+  }
+}
+
+// A last section of the remaining few heads holds about a longest tile's work for every
+// CTA (90%), taking in whole sections before it, up to twice a section's heads; otherwise
+// the sections stay as given.
+TEST(TileScheduler, CausalLastSectionBalancesTheCtas) {
+  struct Case {
+    int m_blocks, heads, batch, per_section, full_sections, last_heads;
+  };
+  for (Case c : {Case{16, 10, 8, 12, 5, 20},  // 8 heads left: 8 x 136 blocks < 0.9 x 132 x 16
+                 Case{16, 10, 8, 10, 7, 10},  // a whole last section: unchanged
+                 Case{64, 10, 2, 3, 5, 5},    // 2 heads left; 5 balance 64-block tiles
+                 Case{64, 16, 2, 5, 5, 7},    // 2 heads left: one section taken in
+                 Case{16, 10, 8, 21, 3, 17},  // 17 heads left suffice: unchanged
+                 Case{8, 10, 16, 25, 6, 10},  // 8-block tiles: unchanged
+                 Case{64, 10, 2, 1, 19, 1},   // 4 heads needed, more than 2 x 1: unchanged
+                 Case{16, 10, 8, 100, 0, 80}}) {
+    ForwardTileScheduler scheduler{c.m_blocks, c.heads, c.batch, true};
+    scheduler.plan(132, 128);
+    scheduler.plan_sections(c.per_section, 132);
+    EXPECT_EQ(scheduler.full_sections, c.full_sections) << c.m_blocks << " " << c.per_section;
+    EXPECT_EQ(int(scheduler.by_last_section_heads.divisor), c.last_heads) << c.m_blocks << " " << c.per_section;
+    TileCoord last = scheduler.tile(scheduler.num_tiles() - 1);
+    EXPECT_EQ(last.m_block, 0);
+    EXPECT_EQ(last.batch * c.heads + last.head, c.heads * c.batch - 1);
   }
 }
 

@@ -41,7 +41,11 @@ struct TileCoord {
 //   section. The CTAs take the next tile as they finish, which balances by itself; the
 //   sections keep every K/V block read from DRAM once. (Longest first over all heads
 //   read d = 192 causal 2k's K/V twice: an L2 of ~25 MB for data all SMs share, modelled
-//   and measured with ncu in docs/perf-notes.md.)
+//   and measured with ncu in docs/perf-notes.md.) Except at the end: the CTAs that take
+//   the last section's longest tiles finish late unless the section holds about a longest
+//   tile's work for every CTA, so a last section of the remaining few heads takes in the
+//   sections before it, up to twice a section's heads (d = 192 / 128 causal 2k: 8 heads
+//   after six of 12, busiest SM 5.8% over the mean, 2.5% with 20, +5-9% at 2k-8k).
 // - Sequences of different lengths (varlen, seqused: plan(..., lengths_vary = true)) keep
 //   this order, with num_m_blocks the longest sequence's: a sequence's m-blocks past its
 //   end are empty tiles, and a unit pairs the sequence's own m-blocks (pair_m_block).
@@ -63,8 +67,10 @@ struct ForwardTileScheduler {
   int units_per_cta = 0;             // paired_units / ctas
   int extra_units = 0;               // paired_units % ctas: CTAs below it get one more unit
   int section_heads = 0;             // heads (times batch) of a tail section
+  int full_sections = 0;             // sections of section_heads before the last one
   FastDivmod by_m_blocks, by_heads, by_pairs;
-  // The tail's sections: section_heads * M tiles each, the last with last_section_heads.
+  // The tail's sections: full_sections of section_heads * M tiles, then the last with
+  // by_last_section_heads' divisor.
   FastDivmod by_section_tiles, by_section_heads, by_last_section_heads;
   SplitTail split;  // set by the launcher of a kernel with kSplitTail
 
@@ -99,22 +105,37 @@ struct ForwardTileScheduler {
     set_sections(static_cast<int>(heads_batch - paired_heads));
   }
 
-  // Host side, after plan(), for a causal problem in dynamic order: all tiles in the tail's
-  // order, in sections of `heads_per_section` heads (times batch).
-  void plan_sections(int heads_per_section) {
+  // Host side, after plan(), for a causal problem in dynamic order on `ctas` CTAs: all
+  // tiles in the tail's order, in sections of `heads_per_section` heads (times batch).
+  // A last section of the remainder (fewer heads than the others) takes in whole sections
+  // before it while its work per CTA is under 90% of a longest tile's (M blocks; a head's
+  // tiles are M (M + 1) / 2 blocks), as long as it stays within twice a section's heads
+  // (its K/V in L2). (Whole last sections stay: merged into 32 MB of K/V, d = 256's and
+  // d = 192's lost 0-2%; so do tiles of fewer than 16 blocks: at 1k, 8 blocks, the merge
+  // measured 0.99; docs/perf-notes.md.)
+  void plan_sections(int heads_per_section, int ctas) {
     if (!causal || num_m_blocks == 0 || tail_heads_together) return;
     paired_heads = paired_units = units_per_cta = extra_units = 0;
     set_sections(heads_per_section);
+    if (num_m_blocks < 16) return;
+    int tail_heads = heads * batch;
+    int64_t balanced_heads = (int64_t(18) * ctas + 10 * (num_m_blocks + 1) - 1) / (10 * (num_m_blocks + 1));
+    int last = tail_heads - full_sections * section_heads;
+    if (last == section_heads || last >= balanced_heads || balanced_heads > 2 * int64_t(section_heads)) return;
+    int full = static_cast<int>((tail_heads - balanced_heads) / section_heads);
+    set_sections(section_heads, full > 0 ? full : 0);
   }
 
-  // Sections of `heads_per_section` of the tail's heads (all of them where it is < 1).
-  void set_sections(int heads_per_section) {
+  // Sections of `heads_per_section` of the tail's heads (all of them where it is < 1):
+  // `full` of them (by default all but the remainder, or the last whole one), then the
+  // rest in the last section.
+  void set_sections(int heads_per_section, int full = -1) {
     int tail_heads = heads * batch - paired_heads;
     section_heads = heads_per_section < 1 || heads_per_section > tail_heads ? tail_heads : heads_per_section;
+    full_sections = full >= 0 ? full : (tail_heads - 1) / section_heads;
     by_section_tiles = FastDivmod(static_cast<unsigned>(section_heads) * num_m_blocks);
     by_section_heads = FastDivmod(static_cast<unsigned>(section_heads));
-    int last = tail_heads % section_heads;
-    by_last_section_heads = FastDivmod(static_cast<unsigned>(last > 0 ? last : section_heads));
+    by_last_section_heads = FastDivmod(static_cast<unsigned>(tail_heads - full_sections * section_heads));
   }
 
   // The linear tile index `cta` (of the `ctas` planned for) computes in `round`;
@@ -159,10 +180,13 @@ struct ForwardTileScheduler {
         head_batch = paired_heads + by_m_blocks.divmod(tail_index, inner);
       } else {  // in its section, m_block slowest (longest first), heads fastest
         unsigned in_section, section = by_section_tiles.divmod(tail_index, in_section);
-        unsigned first = section * by_section_heads.divisor;
-        bool last = first + by_section_heads.divisor > unsigned(heads * batch - paired_heads);
+        bool last = section >= unsigned(full_sections);
+        if (last) {
+          section = unsigned(full_sections);
+          in_section = tail_index - section * by_section_tiles.divisor;
+        }
         inner = (last ? by_last_section_heads : by_section_heads).divmod(in_section, head_batch);
-        head_batch += paired_heads + first;
+        head_batch += paired_heads + section * by_section_heads.divisor;
       }
       m_block = num_m_blocks - 1 - inner;
     }

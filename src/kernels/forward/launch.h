@@ -297,7 +297,7 @@ Status launch_forward(ForwardArgs const& args, float softmax_scale, ForwardPlan 
   if constexpr (Traits::kClusterM == 1) {
     params.scheduler.plan(ctas, Traits::kBlockM, lengths_vary);
     if (params.tile_counter != nullptr && !lengths_vary) {
-      params.scheduler.plan_sections(heads_per_l2_section(args, sizeof(Input)));
+      params.scheduler.plan_sections(heads_per_l2_section(args, sizeof(Input)), ctas);
     }
     kernel<<<ctas, Traits::kThreads, Traits::kSharedMemoryBytes, args.stream>>>(params);
     status = check_cuda(cudaGetLastError(), "forward_kernel launch");
