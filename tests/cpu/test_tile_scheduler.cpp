@@ -150,7 +150,7 @@ TEST(TileScheduler, CausalLastSectionBalancesTheCtas) {
                  Case{64, 10, 2, 3, 5, 5},    // 2 heads left; 5 balance 64-block tiles
                  Case{64, 16, 2, 5, 5, 7},    // 2 heads left: one section taken in
                  Case{16, 10, 8, 21, 3, 17},  // 17 heads left suffice: unchanged
-                 Case{10, 10, 16, 25, 6, 10},  // 10-block tiles: unchanged
+                 Case{10, 10, 16, 25, 6, 10}, // 10-block tiles: unchanged
                  Case{64, 10, 2, 1, 19, 1},   // 4 heads needed, more than 2 x 1: unchanged
                  Case{16, 10, 8, 100, 0, 80}}) {
     ForwardTileScheduler scheduler{c.m_blocks, c.heads, c.batch, true};

@@ -119,6 +119,7 @@ struct ForwardTileScheduler {
     set_sections(heads_per_section);
     if (num_m_blocks < 16) return;
     int tail_heads = heads * batch;
+    // The heads whose tiles (M (M + 1) / 2 blocks each) give every CTA 90% of M blocks.
     int64_t balanced_heads = (int64_t(18) * ctas + 10 * (num_m_blocks + 1) - 1) / (10 * (num_m_blocks + 1));
     int last = tail_heads - full_sections * section_heads;
     if (last == section_heads || last >= balanced_heads || balanced_heads > 2 * int64_t(section_heads)) return;
