@@ -121,7 +121,7 @@ struct ForwardTileScheduler {
     int tail_heads = heads * batch;
     // The heads whose tiles (M (M + 1) / 2 blocks each) give every CTA 90% of M blocks.
     int64_t balanced_heads = (int64_t(18) * ctas + 10 * (num_m_blocks + 1) - 1) / (10 * (num_m_blocks + 1));
-    int last = tail_heads - full_sections * section_heads;
+    int last = static_cast<int>(by_last_section_heads.divisor);
     if (last == section_heads || last >= balanced_heads || balanced_heads > 2 * int64_t(section_heads)) return;
     int full = static_cast<int>((tail_heads - balanced_heads) / section_heads);
     set_sections(section_heads, full > 0 ? full : 0);
