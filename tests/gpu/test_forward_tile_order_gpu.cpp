@@ -1,0 +1,111 @@
+// Causal problems in the dynamic tile order (a workspace: L2-sized sections of heads, a
+// short last section merged with the ones before it, ForwardTileScheduler::plan_sections)
+// give bitwise the O and LSE of the static order (no workspace), which the reference
+// tests check: each tile is one CTA's whole work in either order, so a tile computed twice
+// or never (O left NaN) shows as a difference. The shapes make plans that merge the last
+// section for every head dim on 132 SMs (sections of 16 MB of K/V), BF16 / FP16: 20 heads
+// at 2k keys: d128 (16 + 4), d192/128 (12 + 8), d256 (8 + 8 + 4) as one section; 40: d64
+// (32 + 8), d128 (16 + 24), d192/128 (12 + 12 + 16); 2 x 15: d96 (21 + 9), d256 (8 + 8 + 14);
+// 24: d192 (10 + 14); 40 query heads on 20 K/V heads: d256 (16 + 24). FP8 (twice the heads
+// a section): d128 (32 + 8), d256 (16 + 4, 16 + 24).
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/dtype_bits.h"
+#include "common/head_dims.h"
+#include "common/hopper_gpu.h"
+#include "warpflash/warpflash.h"
+
+namespace warpflash {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::head_dims_name;
+
+struct OrderShape {
+  int64_t batch, seqlen, heads_q, heads_kv;
+};
+const OrderShape kOrderShapes[] = {{1, 2048, 20, 20}, {1, 2048, 40, 40}, {2, 2048, 15, 15}, {1, 2048, 24, 24},
+                                   {1, 2048, 40, 20}};
+
+// Random input bytes: 16-bit values ~ N(0, 1), or e4m3 codes of magnitude 2^-2 to 2^2
+// (exponent fields 5-8: no NaN code).
+std::vector<uint8_t> random_input(DType dtype, int64_t elements, std::mt19937& rng) {
+  std::vector<uint8_t> bytes;
+  if (dtype == DType::kFloat8E4M3) {
+    std::uniform_int_distribution<int> sign(0, 1), exponent(5, 8), mantissa(0, 7);
+    bytes.resize(elements);
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(sign(rng) << 7 | exponent(rng) << 3 | mantissa(rng));
+    return bytes;
+  }
+  std::normal_distribution<float> normal(0.f, 1.f);
+  bytes.resize(elements * 2);
+  for (int64_t i = 0; i < elements; ++i) {
+    uint16_t bits = testing::to_bits(dtype, normal(rng));
+    std::memcpy(&bytes[2 * i], &bits, 2);
+  }
+  return bytes;
+}
+
+TEST(ForwardTileOrderGpu, DynamicOrderMatchesStaticOrderBitwise) {
+  WARPFLASH_REQUIRE_HOPPER();
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kFloat8E4M3}) {
+    const int64_t in_bytes = dtype == DType::kFloat8E4M3 ? 1 : 2;
+    for (HeadDims dims : compiled_head_dim_pairs(dtype)) {
+      for (const OrderShape& s : kOrderShapes) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " " << head_dims_name(dims) << " batch " << s.batch
+                                          << " seqlen " << s.seqlen << " heads " << s.heads_q << "/" << s.heads_kv);
+        std::mt19937 rng(4321);
+        const int64_t q_count = s.batch * s.seqlen * s.heads_q * dims.qk;
+        const int64_t k_count = s.batch * s.seqlen * s.heads_kv * dims.qk;
+        const int64_t v_count = s.batch * s.seqlen * s.heads_kv * dims.v;
+        const int64_t o_count = s.batch * s.seqlen * s.heads_q * dims.v;
+        DeviceBuffer<uint8_t> q(q_count * in_bytes), k(k_count * in_bytes), v(v_count * in_bytes);
+        DeviceBuffer<uint16_t> o(o_count);
+        DeviceBuffer<float> lse(s.batch * s.heads_q * s.seqlen);
+        ASSERT_TRUE(q.upload(random_input(dtype, q_count, rng)) && k.upload(random_input(dtype, k_count, rng)) &&
+                    v.upload(random_input(dtype, v_count, rng)));
+        ForwardArgs args;
+        args.dtype = dtype;
+        args.shape = {s.batch, s.seqlen, s.seqlen, s.heads_q, s.heads_kv, dims.qk, dims.v};
+        args.q = contiguous_view(q.get(), s.seqlen, s.heads_q, dims.qk);
+        args.k = contiguous_view(k.get(), s.seqlen, s.heads_kv, dims.qk);
+        args.v = contiguous_view(v.get(), s.seqlen, s.heads_kv, dims.v);
+        args.o = contiguous_view(o.get(), s.seqlen, s.heads_q, dims.v);
+        args.lse = lse.get();
+        args.causal = true;
+        DeviceBuffer<uint8_t> workspace(forward_workspace_bytes(args));
+        ASSERT_GT(workspace.size(), 0u) << "a causal call asks for the tile counter";
+        std::vector<uint16_t> outs[2];
+        std::vector<float> lses[2];
+        for (int dynamic = 0; dynamic < 2; ++dynamic) {
+          args.workspace = dynamic ? workspace.get() : nullptr;
+          args.workspace_bytes = dynamic ? workspace.size() : 0;
+          WARPFLASH_CUDA_OK(cudaMemset(o.get(), 0xff, o_count * sizeof(uint16_t)));  // NaN: a skipped store shows
+          WARPFLASH_CUDA_OK(cudaMemset(lse.get(), 0xff, lse.size() * sizeof(float)));
+          Status status = forward(args);
+          ASSERT_TRUE(status.ok()) << status.message();
+          WARPFLASH_CUDA_OK(cudaDeviceSynchronize());
+          outs[dynamic] = o.download();
+          lses[dynamic] = lse.download();
+        }
+        int64_t differing = 0, first_index = -1, unwritten = 0;
+        for (int64_t i = 0; i < o_count; ++i) {
+          if (outs[0][i] != outs[1][i] && differing++ == 0) first_index = i;
+          unwritten += outs[1][i] == 0xffff;
+        }
+        ASSERT_EQ(unwritten, 0) << unwritten << " elements of O left unwritten (NaN) in the dynamic order";
+        ASSERT_EQ(differing, 0) << differing << " elements of O differ between the orders, the first at " << first_index
+                                << " (static " << outs[0][first_index] << ", dynamic " << outs[1][first_index] << ")";
+        ASSERT_EQ(0, std::memcmp(lses[0].data(), lses[1].data(), lses[0].size() * sizeof(float)))
+            << "the LSE differs between the orders";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace warpflash
