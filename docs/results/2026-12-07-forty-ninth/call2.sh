@@ -15,7 +15,7 @@ if [ ! -d /tmp/pkg-x ]; then  # a fresh machine
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site3 build-stage/fa3/fa3_fwd-*.whl > $R/pip.log 2>&1
   scripts/package_per_library.sh $R head x > $R/package.log 2>&1
 fi
-(cd build-stage && tar xJf pack/full-686abd3.tar.xz full/bench)
+(cd build-stage && tar xJf pack5/full-bench.tar.xz)  # full/bench: 686abd3, before the merge
 for b in full head head full; do
   echo "== $b" >> $R/d96.log
   build-stage/$b/bench/warpflash_bench --dtypes bf16 --head-dims 96 --seqlens 4096,8192,16384 --causal 1 --iters 30 --warmup 5 >> $R/d96.log 2>&1
