@@ -25,4 +25,13 @@ for tool in memcheck racecheck; do
     > $R/san-$tool.log 2>&1; echo "$tool rc=$? at ${SECONDS}s"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" $R/san-$tool.log | head -4
 done
 wait; cat $R/package.log | tail -2
+# Time left: one pass of X against main at the points it changes (call 2 repeats them).
+if [ $SECONDS -lt 440 ]; then
+  for lib in head x; do
+    (cd bench && PYTHONPATH=/tmp/pkg-$lib:/tmp/site3 timeout 70 python3 benchmark.py --impls warpflash,fa3 --workloads paper \
+      --dtypes bf16 --head-dims 64,128 --seqlens 2048,8192 --causal 1 --repeats 2 > $R/quick-$lib.log 2>&1)
+    echo "quick $lib at ${SECONDS}s"
+  done
+  grep -hE "^paper" $R/quick-*.log
+fi
 cd $R && gzip -f tests-head.log && tar czf $OUT/call1-logs.tgz *.log *.gz
