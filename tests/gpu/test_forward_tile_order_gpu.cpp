@@ -3,11 +3,12 @@
 // give bitwise the O and LSE of the static order (no workspace), which the reference
 // tests check: each tile is one CTA's whole work in either order, so a tile computed twice
 // or never (O left NaN) shows as a difference. The shapes make plans that merge the last
-// section for every head dim on 132 SMs (sections of 16 MB of K/V), BF16 / FP16: 20 heads
-// at 2k keys: d128 (16 + 4), d192/128 (12 + 8), d256 (8 + 8 + 4) as one section; 40: d64
-// (32 + 8), d128 (16 + 24), d192/128 (12 + 12 + 16); 2 x 15: d96 (21 + 9), d256 (8 + 8 + 14);
-// 24: d192 (10 + 14); 40 query heads on 20 K/V heads: d256 (16 + 24). FP8 (twice the heads
-// a section): d128 (32 + 8), d256 (16 + 4, 16 + 24).
+// section for every head dim on 132 SMs (sections of 16 MB of K/V; heads before -> after),
+// BF16 / FP16: 20 heads at 2k keys: d128 16 + 4 -> 20, d192/128 12 + 8 -> 20, d256
+// 8 + 8 + 4 -> 20; 40: d64 32 + 8 -> 40, d128 16 + 16 + 8 -> 16 + 24, d192/128
+// 12 + 12 + 12 + 4 -> 12 + 12 + 16; 2 x 15: d96 21 + 9 -> 30, d256 8 + 8 + 8 + 6 -> 8 + 8 + 14;
+// 24: d192 10 + 10 + 4 -> 10 + 14; 40 query heads on 20 K/V heads: d256 16 + 16 + 8 -> 16 + 24.
+// FP8 (twice the heads a section): d128 32 + 8 -> 40, d256 16 + 4 -> 20 and 16 + 16 + 8 -> 16 + 24.
 #include <cstring>
 #include <random>
 #include <vector>
