@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/forward_args.h"
 #include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "warpflash/warpflash.h"
@@ -60,14 +61,9 @@ TEST(ForwardRepeatGpu, RepeatedRunsAreBitwiseIdentical) {
         DeviceBuffer<float> lse(s.batch * s.heads_q * s.seqlen_q);
         ASSERT_TRUE(q.upload(random_bits(q_count)) && k.upload(random_bits(k_count)) &&
                     v.upload(random_bits(v_count)));
-        ForwardArgs args;
-        args.dtype = dtype;
-        args.shape = {s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, dims.qk, dims.v};
-        args.q = contiguous_view(q.get(), s.seqlen_q, s.heads_q, dims.qk);
-        args.k = contiguous_view(k.get(), s.seqlen_k, s.heads_kv, dims.qk);
-        args.v = contiguous_view(v.get(), s.seqlen_k, s.heads_kv, dims.v);
-        args.o = contiguous_view(o.get(), s.seqlen_q, s.heads_q, dims.v);
-        args.lse = lse.get();
+        ForwardArgs args = testing::contiguous_forward_args(
+            dtype, {s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, dims.qk, dims.v}, q.get(), k.get(),
+            v.get(), o.get(), lse.get());
         args.causal = s.causal;
         std::vector<int> used_q(s.batch), used_k(s.batch);
         for (int64_t b = 0; b < s.batch; ++b) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/forward_args.h"
 #include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "warpflash/warpflash.h"
@@ -71,14 +72,9 @@ TEST(ForwardTileOrderGpu, DynamicOrderMatchesStaticOrderBitwise) {
         DeviceBuffer<float> lse(s.batch * s.heads_q * s.seqlen);
         ASSERT_TRUE(q.upload(random_input(dtype, q_count, rng)) && k.upload(random_input(dtype, k_count, rng)) &&
                     v.upload(random_input(dtype, v_count, rng)));
-        ForwardArgs args;
-        args.dtype = dtype;
-        args.shape = {s.batch, s.seqlen, s.seqlen, s.heads_q, s.heads_kv, dims.qk, dims.v};
-        args.q = contiguous_view(q.get(), s.seqlen, s.heads_q, dims.qk);
-        args.k = contiguous_view(k.get(), s.seqlen, s.heads_kv, dims.qk);
-        args.v = contiguous_view(v.get(), s.seqlen, s.heads_kv, dims.v);
-        args.o = contiguous_view(o.get(), s.seqlen, s.heads_q, dims.v);
-        args.lse = lse.get();
+        ForwardArgs args = testing::contiguous_forward_args(
+            dtype, {s.batch, s.seqlen, s.seqlen, s.heads_q, s.heads_kv, dims.qk, dims.v}, q.get(), k.get(), v.get(),
+            o.get(), lse.get());
         args.causal = true;
         DeviceBuffer<uint8_t> workspace(forward_workspace_bytes(args));
         ASSERT_GT(workspace.size(), 0u) << "a causal call asks for the tile counter";
