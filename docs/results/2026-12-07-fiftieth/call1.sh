@@ -2,7 +2,7 @@
 # call 1 of the fiftieth session: everything owed in one call, for a session whose device
 # starts mostly fail. 1. Main's full build's GPU tests (every head dim, BF16, FP16, FP8;
 # the forty-ninth's ForwardTileOrderGpu: merged last sections against the static order,
-# bitwise). 2. memcheck on two causal GQA reference cases (the tile-order test's ~150
+# bitwise). 2. memcheck on four causal reference cases (GQA, MQA, d = 192 / 128, 1200 x 8250) (the tile-order test's ~150
 # launches of 2k-key problems would outlast the call under memcheck; the CPU test walks
 # every tile index of its plans).
 # 3. Time left: X against main (forty-ninth's x-thresholds.patch), FA3 in every run,
@@ -20,7 +20,7 @@ grep -E "FAILED  \]" $R/tests-head.log | head
 grep -E "ForwardTileOrderGpu" $R/tests-head.log | head -3
 gzip -f $R/tests-head.log
 T=build-stage/head/tests/warpflash_gpu_tests
-CASES='Shapes/ForwardGpuTest.MatchesReference/bf16_d128_gqa_causal*:Shapes/ForwardGpuTest.MatchesReference/fp16_d192_v128_gqa8_causal*'
+CASES='Shapes/ForwardGpuTest.MatchesReference/bf16_d128_causal_b2_q113_k203_h4_kv1:Shapes/ForwardGpuTest.MatchesReference/bf16_d128_causal_b3_q600_k700_h16_kv4:Shapes/ForwardGpuTest.MatchesReference/fp16_d192_v128_causal_b3_q600_k700_h16_kv4:Shapes/ForwardGpuTest.MatchesReference/bf16_d64_causal_b2_q1200_k8250_h8_kv2'
 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_brief=1 --gtest_filter="$CASES" > $R/san-memcheck.log 2>&1
 echo "memcheck rc=$? at ${SECONDS}s"; grep -E "ERROR SUMMARY|PASSED|FAILED" $R/san-memcheck.log | head -3
 wait; tail -1 $R/package.log
