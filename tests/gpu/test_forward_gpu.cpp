@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dtype_bits.h"
+#include "common/forward_args.h"
 #include "common/head_dims.h"
 #include "common/hopper_gpu.h"
 #include "common/output_tolerance.h"
@@ -318,11 +319,8 @@ TEST(ForwardGpuEdgeCases, TooSmallWorkspaceIsAnError) {
   DeviceBuffer<uint16_t> q(seqlen_q * heads * head_dim), kv(seqlen_k * heads * head_dim);
   DeviceBuffer<uint16_t> o(seqlen_q * heads * head_dim);
   DeviceBuffer<float> workspace(64);
-  ForwardArgs args;
-  args.shape = {1, seqlen_q, seqlen_k, heads, heads, head_dim};
-  args.q = contiguous_view(q.get(), seqlen_q, heads, head_dim);
-  args.o = contiguous_view(o.get(), seqlen_q, heads, head_dim);
-  args.k = args.v = contiguous_view(kv.get(), seqlen_k, heads, head_dim);
+  ForwardArgs args = testing::contiguous_forward_args(DType::kBFloat16, {1, seqlen_q, seqlen_k, heads, heads, head_dim},
+                                                      q.get(), kv.get(), kv.get(), o.get(), /*lse=*/nullptr);
   ASSERT_GT(forward_workspace_bytes(args), workspace.size() * sizeof(float));
   args.workspace = workspace.get();
   args.workspace_bytes = workspace.size() * sizeof(float);
